@@ -1,0 +1,27 @@
+/* pg_stack.h: call stacks captured as return addresses at every tracked event.
+ * Capture is cheap and allocation-free; symbolization happens only when a report is printed
+ * (policy/). Shared by tracker/ (which stores stacks) and policy/ (which prints them). */
+#ifndef PG_STACK_H
+#define PG_STACK_H
+
+#include <stdint.h>
+
+#define PG_STACK_MAX 16
+
+typedef struct pg_stack {
+  uint8_t depth;               /* valid entries in pc[] */
+  uint32_t tid;                /* pinguard's small thread number (T1, T2, ...) */
+  void *pc[PG_STACK_MAX];      /* pc[0] is the innermost frame */
+} pg_stack_t;
+
+/* Captures up to max_depth (<= PG_STACK_MAX) return addresses of the caller's stack, skipping
+ * `skip` innermost frames. Allocation-free and lock-free after the thread's first call. */
+void pg_stack_capture(pg_stack_t *out, unsigned skip, unsigned max_depth);
+
+/* Captures from a signal context: pc and frame pointer of the interrupted instruction. */
+void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_depth);
+
+/* Small stable per-thread number, assigned on first use (1 = first thread seen). */
+uint32_t pg_thread_number(void);
+
+#endif /* PG_STACK_H */
