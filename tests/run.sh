@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds pinguard and runs every test: the normal build, then AddressSanitizer,
+# UndefinedBehaviorSanitizer and ThreadSanitizer builds of the same suite.
+#   tests/run.sh            all four builds (what CI runs)
+#   tests/run.sh --quick    the normal build only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/cuda/bin:$PATH"
+jobs=$(nproc 2>/dev/null || echo 2)
+
+run_build() { # name, extra cmake args...
+  local dir=$1; shift
+  echo "==> $dir: configure, build, test"
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$dir.configure.log" 2>&1 ||
+    { cat "$dir.configure.log"; return 1; }
+  cmake --build "$dir" -j"$jobs" >"$dir.build.log" 2>&1 || { tail -n 60 "$dir.build.log"; return 1; }
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs"
+}
+
+run_build build
+if [ "${1:-}" != "--quick" ]; then
+  run_build build-asan -DPG_SANITIZE=address
+  run_build build-ubsan -DPG_SANITIZE=undefined
+  run_build build-tsan -DPG_SANITIZE=thread
+fi
+echo "==> all test builds passed"
