@@ -1,0 +1,280 @@
+/* sc_capture.c: stream capture and graphs. A capture records the ops queued on one stream (not
+ * executed); the graph is that linear list. cudaGraphInstantiate copies it, and each
+ * cudaGraphLaunch queues fresh copies on the launch stream, so every replay really runs the
+ * copies and kernels again (with the parameters captured at launch time, as CUDA does). */
+#include <stdlib.h>
+
+#include "sc_stream_impl.h"
+
+#define SC_GRAPH_MAGIC 0x62a9b000u
+#define SC_EXEC_MAGIC 0x62a9b0e0u
+
+struct sc_graph {
+  uint32_t magic;
+  sc_op **ops;
+  size_t n, cap;
+};
+
+static atomic_ullong sc_capture_ids;
+
+sc_graph *sc_graph_new(void) {
+  sc_graph *g = calloc(1, sizeof *g);
+  if (g) g->magic = SC_GRAPH_MAGIC;
+  return g;
+}
+
+bool sc_graph_append(sc_graph *g, sc_op *op) {
+  if (g->n == g->cap) {
+    size_t cap = g->cap ? g->cap * 2 : 16;
+    sc_op **ops = realloc(g->ops, cap * sizeof *ops);
+    if (!ops) return false;
+    g->ops = ops;
+    g->cap = cap;
+  }
+  g->ops[g->n++] = op;
+  return true;
+}
+
+void sc_graph_free(sc_graph *g) {
+  if (!g) return;
+  for (size_t i = 0; i < g->n; i++) sc_op_free(g->ops[i]);
+  free(g->ops);
+  g->magic = 0;
+  free(g);
+}
+
+static sc_graph *sc_graph_clone(const sc_graph *g, uint32_t magic) {
+  sc_graph *c = sc_graph_new();
+  if (!c) return NULL;
+  c->magic = magic;
+  for (size_t i = 0; i < g->n; i++) {
+    sc_op *op = sc_op_clone(g->ops[i]);
+    if (!op || !sc_graph_append(c, op)) {
+      sc_op_free(op);
+      sc_graph_free(c);
+      return NULL;
+    }
+  }
+  return c;
+}
+
+/* ---- capture --------------------------------------------------------------------------- */
+static cudaError_t sc_begin(cudaStream_t h, enum cudaStreamCaptureMode mode, bool ptsz) {
+  cudaError_t err = cudaSuccess;
+  sc_stream *s = sc_stream_get(h, ptsz, &err);
+  if (!s) return sc_ret(err);
+  if (s->legacy) return sc_ret(cudaErrorStreamCaptureUnsupported);
+  if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
+      mode != cudaStreamCaptureModeRelaxed)
+    return sc_ret(cudaErrorInvalidValue);
+  sc_graph *g = sc_graph_new();
+  if (!g) return sc_ret(cudaErrorMemoryAllocation);
+  pthread_mutex_lock(&s->mu);
+  if (s->cap_status != cudaStreamCaptureStatusNone) {
+    err = cudaErrorIllegalState;
+  } else {
+    s->cap_status = cudaStreamCaptureStatusActive;
+    s->cap_mode = mode;
+    s->cap_id = atomic_fetch_add(&sc_capture_ids, 1) + 1;
+    s->cap_thread = pthread_self();
+    s->cap_graph = g;
+    g = NULL;
+    atomic_fetch_add(&sc_active_captures, 1);
+  }
+  pthread_mutex_unlock(&s->mu);
+  sc_graph_free(g);
+  return err == cudaSuccess ? cudaSuccess : sc_ret(err);
+}
+
+SC_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+  SC_ENTER("cudaStreamBeginCapture");
+  return sc_begin(stream, mode, false);
+}
+
+SC_API cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream,
+                                               enum cudaStreamCaptureMode mode) {
+  SC_ENTER("cudaStreamBeginCapture");
+  return sc_begin(stream, mode, true);
+}
+
+static cudaError_t sc_end(cudaStream_t h, cudaGraph_t *pGraph, bool ptsz) {
+  cudaError_t err = cudaSuccess;
+  sc_stream *s = sc_stream_get(h, ptsz, &err);
+  if (!s) return sc_ret(err);
+  if (!pGraph) return sc_ret(cudaErrorInvalidValue);
+  sc_graph *g = NULL;
+  pthread_mutex_lock(&s->mu);
+  if (s->cap_status == cudaStreamCaptureStatusNone) {
+    err = cudaErrorIllegalState;
+  } else if (s->cap_mode != cudaStreamCaptureModeRelaxed &&
+             !pthread_equal(s->cap_thread, pthread_self())) {
+    err = cudaErrorStreamCaptureWrongThread;
+  } else {
+    if (s->cap_status == cudaStreamCaptureStatusInvalidated) err = cudaErrorStreamCaptureInvalidated;
+    g = s->cap_graph;
+    s->cap_graph = NULL;
+    s->cap_status = cudaStreamCaptureStatusNone;
+    atomic_fetch_sub(&sc_active_captures, 1);
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (err == cudaErrorStreamCaptureInvalidated) {
+    sc_graph_free(g);
+    *pGraph = NULL;
+  } else if (err == cudaSuccess) {
+    *pGraph = (cudaGraph_t)g;
+  }
+  return err == cudaSuccess ? cudaSuccess : sc_ret(err);
+}
+
+SC_API cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {
+  SC_ENTER("cudaStreamEndCapture");
+  return sc_end(stream, pGraph, false);
+}
+
+SC_API cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph) {
+  SC_ENTER("cudaStreamEndCapture");
+  return sc_end(stream, pGraph, true);
+}
+
+static cudaError_t sc_is_capturing(cudaStream_t h, enum cudaStreamCaptureStatus *st, bool ptsz) {
+  cudaError_t err = cudaSuccess;
+  sc_stream *s = sc_stream_get(h, ptsz, &err);
+  if (!s) return sc_ret(err);
+  if (!st) return sc_ret(cudaErrorInvalidValue);
+  *st = sc_capture_status(s);
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
+                                         enum cudaStreamCaptureStatus *pCaptureStatus) {
+  SC_ENTER("cudaStreamIsCapturing");
+  return sc_is_capturing(stream, pCaptureStatus, false);
+}
+
+SC_API cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream,
+                                              enum cudaStreamCaptureStatus *pCaptureStatus) {
+  SC_ENTER("cudaStreamIsCapturing");
+  return sc_is_capturing(stream, pCaptureStatus, true);
+}
+
+static cudaError_t sc_capture_info(cudaStream_t h, enum cudaStreamCaptureStatus *st,
+                                   unsigned long long *id, cudaGraph_t *graph,
+                                   const cudaGraphNode_t **deps, size_t *ndeps, bool ptsz) {
+  cudaError_t err = cudaSuccess;
+  sc_stream *s = sc_stream_get(h, ptsz, &err);
+  if (!s) return sc_ret(err);
+  if (!st) return sc_ret(cudaErrorInvalidValue);
+  pthread_mutex_lock(&s->mu);
+  *st = s->cap_status;
+  if (id) *id = s->cap_status != cudaStreamCaptureStatusNone ? s->cap_id : 0;
+  if (graph) *graph = (cudaGraph_t)s->cap_graph;
+  pthread_mutex_unlock(&s->mu);
+  if (deps) *deps = NULL; /* the simulated graph is a list; its nodes are not exposed */
+  if (ndeps) *ndeps = 0;
+  return cudaSuccess;
+}
+
+#if CUDART_VERSION >= 13000
+SC_API cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
+                                            enum cudaStreamCaptureStatus *captureStatus_out,
+                                            unsigned long long *id_out, cudaGraph_t *graph_out,
+                                            const cudaGraphNode_t **dependencies_out,
+                                            const cudaGraphEdgeData **edgeData_out,
+                                            size_t *numDependencies_out) {
+  SC_ENTER("cudaStreamGetCaptureInfo");
+  if (edgeData_out) *edgeData_out = NULL;
+  return sc_capture_info(stream, captureStatus_out, id_out, graph_out, dependencies_out,
+                         numDependencies_out, false);
+}
+
+SC_API cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
+                                                 enum cudaStreamCaptureStatus *captureStatus_out,
+                                                 unsigned long long *id_out, cudaGraph_t *graph_out,
+                                                 const cudaGraphNode_t **dependencies_out,
+                                                 const cudaGraphEdgeData **edgeData_out,
+                                                 size_t *numDependencies_out) {
+  SC_ENTER("cudaStreamGetCaptureInfo");
+  if (edgeData_out) *edgeData_out = NULL;
+  return sc_capture_info(stream, captureStatus_out, id_out, graph_out, dependencies_out,
+                         numDependencies_out, true);
+}
+#else
+/* CUDA 12.x: the headers map cudaStreamGetCaptureInfo to the six-argument cudaStreamGetCaptureInfo_v2
+ * (so the definition below exports _v2); 13.0 made the seven-argument form the plain name. */
+SC_API cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
+                                            enum cudaStreamCaptureStatus *captureStatus_out,
+                                            unsigned long long *id_out, cudaGraph_t *graph_out,
+                                            const cudaGraphNode_t **dependencies_out,
+                                            size_t *numDependencies_out) {
+  SC_ENTER("cudaStreamGetCaptureInfo");
+  return sc_capture_info(stream, captureStatus_out, id_out, graph_out, dependencies_out,
+                         numDependencies_out, false);
+}
+
+SC_API cudaError_t cudaStreamGetCaptureInfo_v2_ptsz(cudaStream_t stream,
+                                                    enum cudaStreamCaptureStatus *captureStatus_out,
+                                                    unsigned long long *id_out, cudaGraph_t *graph_out,
+                                                    const cudaGraphNode_t **dependencies_out,
+                                                    size_t *numDependencies_out) {
+  SC_ENTER("cudaStreamGetCaptureInfo");
+  return sc_capture_info(stream, captureStatus_out, id_out, graph_out, dependencies_out,
+                         numDependencies_out, true);
+}
+#endif
+
+/* ---- graphs ---------------------------------------------------------------------------- */
+static sc_graph *sc_graph_get(const void *h, uint32_t magic) {
+  const sc_graph *g = h;
+  return g && g->magic == magic ? (sc_graph *)g : NULL;
+}
+
+SC_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                        unsigned long long flags) {
+  SC_ENTER("cudaGraphInstantiate");
+  (void)flags;
+  sc_graph *g = sc_graph_get(graph, SC_GRAPH_MAGIC);
+  if (!pGraphExec || !g) return sc_ret(cudaErrorInvalidValue);
+  sc_graph *e = sc_graph_clone(g, SC_EXEC_MAGIC);
+  if (!e) return sc_ret(cudaErrorMemoryAllocation);
+  *pGraphExec = (cudaGraphExec_t)e;
+  return cudaSuccess;
+}
+
+static cudaError_t sc_graph_launch(cudaGraphExec_t exec, cudaStream_t h, bool ptsz) {
+  sc_graph *e = sc_graph_get(exec, SC_EXEC_MAGIC);
+  if (!e) return sc_ret(cudaErrorInvalidValue);
+  cudaError_t err = cudaSuccess;
+  sc_stream *s = sc_stream_get(h, ptsz, &err);
+  if (!s) return sc_ret(err);
+  for (size_t i = 0; i < e->n && err == cudaSuccess; i++) {
+    sc_op *op = sc_op_clone(e->ops[i]);
+    err = op ? sc_submit(s, op, NULL) : cudaErrorMemoryAllocation;
+  }
+  return err == cudaSuccess ? cudaSuccess : sc_ret(err);
+}
+
+SC_API cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  SC_ENTER("cudaGraphLaunch");
+  return sc_graph_launch(graphExec, stream, false);
+}
+
+SC_API cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  SC_ENTER("cudaGraphLaunch");
+  return sc_graph_launch(graphExec, stream, true);
+}
+
+SC_API cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  SC_ENTER("cudaGraphDestroy");
+  sc_graph *g = sc_graph_get(graph, SC_GRAPH_MAGIC);
+  if (!g) return sc_ret(cudaErrorInvalidValue);
+  sc_graph_free(g);
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
+  SC_ENTER("cudaGraphExecDestroy");
+  sc_graph *e = sc_graph_get(graphExec, SC_EXEC_MAGIC);
+  if (!e) return sc_ret(cudaErrorInvalidValue);
+  sc_graph_free(e);
+  return cudaSuccess;
+}

@@ -1,0 +1,445 @@
+/* sc_copy.c: the memcpy/memset family, plain, 2D, 3D, symbol and batch copies with their _ptsz and
+ * _ptds variants. Every copy becomes one op of byte segments run through the DMA translator. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sc_internal.h"
+
+/* Host synchronization follows CUDA's rules:
+ *   - pinned or device memory on both sides: asynchronous (the *Async calls return at once);
+ *   - a pageable source is staged (copied) before the call returns, the DMA happens later;
+ *   - a pageable destination makes the call synchronous (it returns once the copy completed);
+ *   - cudaMemcpy (no Async) returns after the copy completed, except device-to-device which
+ *     is asynchronous; cudaMemset is asynchronous for device memory, synchronous otherwise.
+ * The cudaMemcpyKind is validated but the direction is inferred from the pointers (unified
+ * addressing), so cudaMemcpyDefault works everywhere. "Symbols" are plain addresses: a device
+ * (arena) pointer or a host variable's address, copied to/from at the given offset. */
+
+typedef struct sc_segs {
+  sc_seg *v;
+  size_t n, cap;
+  bool oom;
+} sc_segs;
+
+static void sc_segs_add(sc_segs *s, void *dst, const void *src, size_t n) {
+  if (n == 0 || s->oom) return;
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? s->cap * 2 : 8;
+    sc_seg *v = realloc(s->v, cap * sizeof *v);
+    if (!v) {
+      s->oom = true;
+      return;
+    }
+    s->v = v;
+    s->cap = cap;
+  }
+  s->v[s->n++] = (sc_seg){.dst = dst, .src = src, .n = n};
+}
+
+/* Stage marks: which sources must be copied at enqueue time regardless of their kind. */
+typedef struct sc_copy_opts {
+  bool sync;            /* the call returns only when the copy completed */
+  const bool *stage_at; /* optional per-segment "copy the source during the call" */
+} sc_copy_opts;
+
+/* Turns segs into a copy op on s, applying the host-synchronization rules. Consumes segs. */
+static cudaError_t sc_copy_submit(sc_stream *s, sc_segs *segs, sc_copy_opts opts) {
+  if (segs->oom) {
+    free(segs->v);
+    return cudaErrorMemoryAllocation;
+  }
+  if (segs->n == 0) {
+    free(segs->v);
+    return cudaSuccess;
+  }
+  bool capturing = sc_capture_status(s) != cudaStreamCaptureStatusNone;
+  if (capturing && opts.sync) {
+    /* A synchronous copy cannot be part of a capture: it breaks it, as in CUDA. */
+    free(segs->v);
+    return sc_capture_break(s);
+  }
+  bool sync = opts.sync;
+  size_t stage_len = 0;
+  bool *stage = calloc(segs->n, sizeof *stage);
+  if (!stage) {
+    free(segs->v);
+    return cudaErrorMemoryAllocation;
+  }
+  for (size_t i = 0; i < segs->n; i++) {
+    /* A captured copy runs at each graph launch: it reads its source then, never at capture. */
+    if (capturing) break;
+    if (sc_classify(segs->v[i].dst) == SC_MEM_PAGEABLE) sync = true;
+    if ((opts.stage_at && opts.stage_at[i]) || sc_classify(segs->v[i].src) == SC_MEM_PAGEABLE) {
+      stage[i] = true;
+      stage_len += segs->v[i].n;
+    }
+  }
+  sc_op *op = sc_op_new(SC_OP_COPY);
+  char *staging = stage_len ? malloc(stage_len) : NULL;
+  if (!op || (stage_len && !staging)) {
+    free(op);
+    free(staging);
+    free(stage);
+    free(segs->v);
+    return cudaErrorMemoryAllocation;
+  }
+  size_t off = 0;
+  for (size_t i = 0; i < segs->n; i++) {
+    if (!stage[i]) continue;
+    sc_dma_copy(staging + off, segs->v[i].src, segs->v[i].n);
+    segs->v[i].src = staging + off;
+    off += segs->v[i].n;
+  }
+  free(stage);
+  op->u.copy.segs = segs->v;
+  op->u.copy.nsegs = segs->n;
+  op->u.copy.staging = staging;
+  op->u.copy.staging_len = stage_len;
+  if (sync && !capturing) return sc_submit_sync(s, op);
+  return sc_submit(s, op, NULL);
+}
+
+static bool sc_kind_ok(enum cudaMemcpyKind kind) {
+  return (unsigned)kind <= (unsigned)cudaMemcpyDefault;
+}
+
+/* ---- 1D ------------------------------------------------------------------------------- */
+static cudaError_t sc_memcpy_1d(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                                cudaStream_t h, bool ptsz, bool sync_api) {
+  if (!sc_kind_ok(kind)) return sc_ret(cudaErrorInvalidMemcpyDirection);
+  if (count && (!dst || !src)) return sc_ret(cudaErrorInvalidValue);
+  cudaError_t err = cudaSuccess;
+  sc_stream *s = sc_stream_get(h, ptsz, &err);
+  if (!s) return sc_ret(err);
+  sc_segs segs = {0};
+  sc_segs_add(&segs, dst, src, count);
+  bool d2d = sc_classify(dst) == SC_MEM_DEVICE && sc_classify(src) == SC_MEM_DEVICE;
+  return sc_ret(sc_copy_submit(s, &segs, (sc_copy_opts){.sync = sync_api && !d2d}));
+}
+
+SC_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  SC_ENTER("cudaMemcpy");
+  return sc_memcpy_1d(dst, src, count, kind, NULL, false, true);
+}
+
+SC_API cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
+                                   enum cudaMemcpyKind kind) {
+  SC_ENTER("cudaMemcpy");
+  return sc_memcpy_1d(dst, src, count, kind, NULL, true, true);
+}
+
+SC_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
+                                   enum cudaMemcpyKind kind, cudaStream_t stream) {
+  SC_ENTER("cudaMemcpyAsync");
+  return sc_memcpy_1d(dst, src, count, kind, stream, false, false);
+}
+
+SC_API cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
+                                        enum cudaMemcpyKind kind, cudaStream_t stream) {
+  SC_ENTER("cudaMemcpyAsync");
+  return sc_memcpy_1d(dst, src, count, kind, stream, true, false);
+}
+
+/* ---- symbols --------------------------------------------------------------------------- */
+SC_API cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count,
+                                      size_t offset, enum cudaMemcpyKind kind) {
+  SC_ENTER("cudaMemcpyToSymbol");
+  if (!symbol) return sc_ret(cudaErrorInvalidSymbol);
+  return sc_memcpy_1d((char *)symbol + offset, src, count, kind, NULL, false, true);
+}
+
+SC_API cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset,
+                                        enum cudaMemcpyKind kind) {
+  SC_ENTER("cudaMemcpyFromSymbol");
+  if (!symbol) return sc_ret(cudaErrorInvalidSymbol);
+  return sc_memcpy_1d(dst, (const char *)symbol + offset, count, kind, NULL, false, true);
+}
+
+SC_API cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t count,
+                                           size_t offset, enum cudaMemcpyKind kind) {
+  SC_ENTER("cudaMemcpyToSymbol");
+  if (!symbol) return sc_ret(cudaErrorInvalidSymbol);
+  return sc_memcpy_1d((char *)symbol + offset, src, count, kind, NULL, true, true);
+}
+
+SC_API cudaError_t cudaMemcpyFromSymbol_ptds(void *dst, const void *symbol, size_t count,
+                                             size_t offset, enum cudaMemcpyKind kind) {
+  SC_ENTER("cudaMemcpyFromSymbol");
+  if (!symbol) return sc_ret(cudaErrorInvalidSymbol);
+  return sc_memcpy_1d(dst, (const char *)symbol + offset, count, kind, NULL, true, true);
+}
+
+SC_API cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count,
+                                           size_t offset, enum cudaMemcpyKind kind,
+                                           cudaStream_t stream) {
+  SC_ENTER("cudaMemcpyToSymbolAsync");
+  if (!symbol) return sc_ret(cudaErrorInvalidSymbol);
+  return sc_memcpy_1d((char *)symbol + offset, src, count, kind, stream, false, false);
+}
+
+SC_API cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void *symbol, const void *src, size_t count,
+                                                size_t offset, enum cudaMemcpyKind kind,
+                                                cudaStream_t stream) {
+  SC_ENTER("cudaMemcpyToSymbolAsync");
+  if (!symbol) return sc_ret(cudaErrorInvalidSymbol);
+  return sc_memcpy_1d((char *)symbol + offset, src, count, kind, stream, true, false);
+}
+
+SC_API cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t count,
+                                             size_t offset, enum cudaMemcpyKind kind,
+                                             cudaStream_t stream) {
+  SC_ENTER("cudaMemcpyFromSymbolAsync");
+  if (!symbol) return sc_ret(cudaErrorInvalidSymbol);
+  return sc_memcpy_1d(dst, (const char *)symbol + offset, count, kind, stream, false, false);
+}
+
+SC_API cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void *dst, const void *symbol, size_t count,
+                                                  size_t offset, enum cudaMemcpyKind kind,
+                                                  cudaStream_t stream) {
+  SC_ENTER("cudaMemcpyFromSymbolAsync");
+  if (!symbol) return sc_ret(cudaErrorInvalidSymbol);
+  return sc_memcpy_1d(dst, (const char *)symbol + offset, count, kind, stream, true, false);
+}
+
+/* ---- 2D and 3D ------------------------------------------------------------------------- */
+static cudaError_t sc_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                size_t width, size_t height, enum cudaMemcpyKind kind,
+                                cudaStream_t h, bool ptsz, bool sync_api) {
+  if (!sc_kind_ok(kind)) return sc_ret(cudaErrorInvalidMemcpyDirection);
+  if (height > 1 && (width > dpitch || width > spitch)) return sc_ret(cudaErrorInvalidPitchValue);
+  if (width && height && (!dst || !src)) return sc_ret(cudaErrorInvalidValue);
+  cudaError_t err = cudaSuccess;
+  sc_stream *s = sc_stream_get(h, ptsz, &err);
+  if (!s) return sc_ret(err);
+  sc_segs segs = {0};
+  for (size_t y = 0; y < height; y++)
+    sc_segs_add(&segs, (char *)dst + y * dpitch, (const char *)src + y * spitch, width);
+  bool d2d = sc_classify(dst) == SC_MEM_DEVICE && sc_classify(src) == SC_MEM_DEVICE;
+  return sc_ret(sc_copy_submit(s, &segs, (sc_copy_opts){.sync = sync_api && !d2d}));
+}
+
+SC_API cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                size_t width, size_t height, enum cudaMemcpyKind kind) {
+  SC_ENTER("cudaMemcpy2D");
+  return sc_memcpy_2d(dst, dpitch, src, spitch, width, height, kind, NULL, false, true);
+}
+
+SC_API cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                     size_t width, size_t height, enum cudaMemcpyKind kind) {
+  SC_ENTER("cudaMemcpy2D");
+  return sc_memcpy_2d(dst, dpitch, src, spitch, width, height, kind, NULL, true, true);
+}
+
+SC_API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                     size_t width, size_t height, enum cudaMemcpyKind kind,
+                                     cudaStream_t stream) {
+  SC_ENTER("cudaMemcpy2DAsync");
+  return sc_memcpy_2d(dst, dpitch, src, spitch, width, height, kind, stream, false, false);
+}
+
+SC_API cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                          size_t width, size_t height, enum cudaMemcpyKind kind,
+                                          cudaStream_t stream) {
+  SC_ENTER("cudaMemcpy2DAsync");
+  return sc_memcpy_2d(dst, dpitch, src, spitch, width, height, kind, stream, true, false);
+}
+
+/* Pitched pointers only (CUDA arrays are not simulated); widths and positions in bytes. */
+static cudaError_t sc_memcpy_3d(const struct cudaMemcpy3DParms *p, cudaStream_t h, bool ptsz,
+                                bool sync_api) {
+  if (!p) return sc_ret(cudaErrorInvalidValue);
+  if (p->srcArray || p->dstArray) return sc_ret(cudaErrorInvalidValue);
+  if (!sc_kind_ok(p->kind)) return sc_ret(cudaErrorInvalidMemcpyDirection);
+  const struct cudaPitchedPtr *sp = &p->srcPtr, *dp = &p->dstPtr;
+  if (p->extent.width > sp->pitch || p->extent.width > dp->pitch)
+    return sc_ret(cudaErrorInvalidPitchValue);
+  cudaError_t err = cudaSuccess;
+  sc_stream *s = sc_stream_get(h, ptsz, &err);
+  if (!s) return sc_ret(err);
+  size_t sys = sp->ysize ? sp->ysize : p->extent.height;
+  size_t dys = dp->ysize ? dp->ysize : p->extent.height;
+  sc_segs segs = {0};
+  for (size_t z = 0; z < p->extent.depth; z++)
+    for (size_t y = 0; y < p->extent.height; y++) {
+      const char *src = (const char *)sp->ptr +
+                        ((p->srcPos.z + z) * sys + p->srcPos.y + y) * sp->pitch + p->srcPos.x;
+      char *dst = (char *)dp->ptr + ((p->dstPos.z + z) * dys + p->dstPos.y + y) * dp->pitch +
+                  p->dstPos.x;
+      sc_segs_add(&segs, dst, src, p->extent.width);
+    }
+  bool d2d = sc_classify(dp->ptr) == SC_MEM_DEVICE && sc_classify(sp->ptr) == SC_MEM_DEVICE;
+  return sc_ret(sc_copy_submit(s, &segs, (sc_copy_opts){.sync = sync_api && !d2d}));
+}
+
+SC_API cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p) {
+  SC_ENTER("cudaMemcpy3D");
+  return sc_memcpy_3d(p, NULL, false, true);
+}
+
+SC_API cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p) {
+  SC_ENTER("cudaMemcpy3D");
+  return sc_memcpy_3d(p, NULL, true, true);
+}
+
+SC_API cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
+  SC_ENTER("cudaMemcpy3DAsync");
+  return sc_memcpy_3d(p, stream, false, false);
+}
+
+SC_API cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
+  SC_ENTER("cudaMemcpy3DAsync");
+  return sc_memcpy_3d(p, stream, true, false);
+}
+
+/* ---- batches (entered from sc_batch_abi.c, which picks the ABI) ------------------------ */
+#if CUDART_VERSION >= 12080
+int sc_memcpy_batch(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
+                    void *attrs_v, size_t *attrs_idxs, size_t num_attrs, size_t *fail_idx,
+                    void *stream, int ptsz) {
+  SC_ENTER("cudaMemcpyBatchAsync");
+  const struct cudaMemcpyAttributes *attrs = attrs_v;
+  if (fail_idx) *fail_idx = SIZE_MAX;
+  if (!count || !dsts || !srcs || !sizes || !attrs || !attrs_idxs || !num_attrs ||
+      num_attrs > count || attrs_idxs[0] != 0)
+    return sc_ret(cudaErrorInvalidValue);
+  for (size_t j = 1; j < num_attrs; j++)
+    if (attrs_idxs[j] <= attrs_idxs[j - 1] || attrs_idxs[j] >= count)
+      return sc_ret(cudaErrorInvalidValue);
+  /* The batch API refuses the legacy default stream. */
+  if (stream == cudaStreamLegacy || (!stream && !ptsz)) return sc_ret(cudaErrorInvalidValue);
+  cudaError_t err = cudaSuccess;
+  sc_stream *s = sc_stream_get((cudaStream_t)stream, ptsz, &err);
+  if (!s) return sc_ret(err);
+  bool *stage = calloc(count, sizeof *stage);
+  if (!stage) return sc_ret(cudaErrorMemoryAllocation);
+  sc_segs segs = {0};
+  size_t a = 0;
+  for (size_t i = 0; i < count; i++) {
+    while (a + 1 < num_attrs && attrs_idxs[a + 1] <= i) a++;
+    enum cudaMemcpySrcAccessOrder order = attrs[a].srcAccessOrder;
+    if ((order != cudaMemcpySrcAccessOrderStream && order != cudaMemcpySrcAccessOrderDuringApiCall &&
+         order != cudaMemcpySrcAccessOrderAny) ||
+        (sizes[i] && (!dsts[i] || !srcs[i]))) {
+      if (fail_idx) *fail_idx = i;
+      free(stage);
+      free(segs.v);
+      return sc_ret(cudaErrorInvalidValue);
+    }
+    if (sizes[i]) {
+      stage[segs.n] = order == cudaMemcpySrcAccessOrderDuringApiCall;
+      sc_segs_add(&segs, dsts[i], srcs[i], sizes[i]);
+    }
+  }
+  err = sc_copy_submit(s, &segs, (sc_copy_opts){.stage_at = stage});
+  free(stage);
+  return sc_ret(err);
+}
+
+int sc_memcpy_3d_batch(size_t num_ops, void *op_list, size_t *fail_idx, unsigned long long flags,
+                       void *stream, int ptsz) {
+  SC_ENTER("cudaMemcpy3DBatchAsync");
+  const struct cudaMemcpy3DBatchOp *ops = op_list;
+  if (fail_idx) *fail_idx = SIZE_MAX;
+  if (!num_ops || !ops || flags) return sc_ret(cudaErrorInvalidValue);
+  if (stream == cudaStreamLegacy || (!stream && !ptsz)) return sc_ret(cudaErrorInvalidValue);
+  cudaError_t err = cudaSuccess;
+  sc_stream *s = sc_stream_get((cudaStream_t)stream, ptsz, &err);
+  if (!s) return sc_ret(err);
+  sc_segs segs = {0};
+  bool *stage = NULL;
+  size_t nstage = 0;
+  for (size_t i = 0; i < num_ops; i++) {
+    const struct cudaMemcpy3DBatchOp *o = &ops[i];
+    /* Pointer operands only; rows are extent.width bytes, rowLength/layerHeight in bytes/rows
+     * (0 means tightly packed). */
+    if (o->src.type != cudaMemcpyOperandTypePointer || o->dst.type != cudaMemcpyOperandTypePointer ||
+        !o->extent.width || !o->extent.height || !o->extent.depth) {
+      if (fail_idx) *fail_idx = i;
+      free(segs.v);
+      free(stage);
+      return sc_ret(cudaErrorInvalidValue);
+    }
+    size_t w = o->extent.width, hgt = o->extent.height;
+    size_t srow = o->src.op.ptr.rowLength ? o->src.op.ptr.rowLength : w;
+    size_t drow = o->dst.op.ptr.rowLength ? o->dst.op.ptr.rowLength : w;
+    size_t slayer = o->src.op.ptr.layerHeight ? o->src.op.ptr.layerHeight : hgt;
+    size_t dlayer = o->dst.op.ptr.layerHeight ? o->dst.op.ptr.layerHeight : hgt;
+    for (size_t z = 0; z < o->extent.depth; z++)
+      for (size_t y = 0; y < hgt; y++) {
+        size_t before = segs.n;
+        sc_segs_add(&segs, (char *)o->dst.op.ptr.ptr + (z * dlayer + y) * drow,
+                    (const char *)o->src.op.ptr.ptr + (z * slayer + y) * srow, w);
+        if (segs.n > before) {
+          bool *ns = realloc(stage, segs.n * sizeof *ns);
+          if (!ns) {
+            free(segs.v);
+            free(stage);
+            return sc_ret(cudaErrorMemoryAllocation);
+          }
+          stage = ns;
+          stage[segs.n - 1] = o->srcAccessOrder == cudaMemcpySrcAccessOrderDuringApiCall;
+          nstage = segs.n;
+        }
+      }
+  }
+  (void)nstage;
+  err = sc_copy_submit(s, &segs, (sc_copy_opts){.stage_at = stage});
+  free(stage);
+  return sc_ret(err);
+}
+#else
+int sc_memcpy_batch(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
+                    void *attrs_v, size_t *attrs_idxs, size_t num_attrs, size_t *fail_idx,
+                    void *stream, int ptsz) {
+  (void)dsts, (void)srcs, (void)sizes, (void)count, (void)attrs_v, (void)attrs_idxs;
+  (void)num_attrs, (void)fail_idx, (void)stream, (void)ptsz;
+  return sc_ret(cudaErrorNotSupported); /* headers older than 12.8 lack the batch types */
+}
+
+int sc_memcpy_3d_batch(size_t num_ops, void *op_list, size_t *fail_idx, unsigned long long flags,
+                       void *stream, int ptsz) {
+  (void)num_ops, (void)op_list, (void)fail_idx, (void)flags, (void)stream, (void)ptsz;
+  return sc_ret(cudaErrorNotSupported);
+}
+#endif
+
+/* ---- memset ---------------------------------------------------------------------------- */
+static cudaError_t sc_memset(void *dst, int value, size_t count, cudaStream_t h, bool ptsz,
+                             bool sync_api) {
+  if (count && !dst) return sc_ret(cudaErrorInvalidValue);
+  if (!count) return cudaSuccess;
+  cudaError_t err = cudaSuccess;
+  sc_stream *s = sc_stream_get(h, ptsz, &err);
+  if (!s) return sc_ret(err);
+  sc_op *op = sc_op_new(SC_OP_MEMSET);
+  if (!op) return sc_ret(cudaErrorMemoryAllocation);
+  op->u.set.dst = dst;
+  op->u.set.value = value;
+  op->u.set.n = count;
+  bool host_target = sc_classify(dst) != SC_MEM_DEVICE;
+  if ((sync_api || sc_classify(dst) == SC_MEM_PAGEABLE) && host_target &&
+      sc_capture_status(s) == cudaStreamCaptureStatusNone)
+    return sc_ret(sc_submit_sync(s, op));
+  return sc_ret(sc_submit(s, op, NULL));
+}
+
+SC_API cudaError_t cudaMemset(void *devPtr, int value, size_t count) {
+  SC_ENTER("cudaMemset");
+  return sc_memset(devPtr, value, count, NULL, false, true);
+}
+
+SC_API cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count) {
+  SC_ENTER("cudaMemset");
+  return sc_memset(devPtr, value, count, NULL, true, true);
+}
+
+SC_API cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream) {
+  SC_ENTER("cudaMemsetAsync");
+  return sc_memset(devPtr, value, count, stream, false, false);
+}
+
+SC_API cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count,
+                                        cudaStream_t stream) {
+  SC_ENTER("cudaMemsetAsync");
+  return sc_memset(devPtr, value, count, stream, true, false);
+}

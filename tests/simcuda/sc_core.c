@@ -1,0 +1,251 @@
+/* sc_core.c: simcuda's lifecycle and process-wide state: lazy initialization from the SIMCUDA_*
+ * environment, the fork rule, the per-thread last error, fault injection (SIMCUDA_FAIL), and the
+ * device/version queries. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sc_internal.h"
+
+/* Large enough that a read right after a device-to-host enqueue deterministically sees the old
+ * bytes on a loaded 2-core machine, small enough that test suites with hundreds of ops stay fast. */
+#define SC_DEFAULT_LATENCY_US 2000
+#define SC_DEFAULT_DEVICE_MB 16384 /* virtual reservation only (MAP_NORESERVE) */
+
+sc_config sc_cfg;
+atomic_bool sc_forked_child;
+
+static pthread_once_t sc_once = PTHREAD_ONCE_INIT;
+static atomic_bool sc_started;
+static _Thread_local cudaError_t sc_last_error;
+static _Thread_local int sc_current_device;
+
+/* ---- fault injection ------------------------------------------------------------------- */
+#define SC_MAX_FAULTS 32
+typedef struct sc_fault_rule {
+  char name[64];
+  unsigned long nth;
+  int code; /* 0: the function's realistic default */
+  atomic_ulong calls;
+} sc_fault_rule;
+
+static sc_fault_rule sc_faults[SC_MAX_FAULTS];
+static size_t sc_nfaults;
+
+/* The error a real runtime would most plausibly return when the named call fails. */
+static cudaError_t sc_fault_default(const char *name) {
+  static const struct {
+    const char *prefix;
+    cudaError_t err;
+  } table[] = {
+      {"cudaHostAlloc", cudaErrorMemoryAllocation},  {"cudaMallocHost", cudaErrorMemoryAllocation},
+      {"cudaMalloc", cudaErrorMemoryAllocation},     {"cudaHostRegister", cudaErrorMemoryAllocation},
+      {"cudaLaunch", cudaErrorLaunchOutOfResources}, {"cudaStreamCreate", cudaErrorMemoryAllocation},
+      {"cudaEventCreate", cudaErrorMemoryAllocation},     {"cudaGraph", cudaErrorInvalidValue},
+      {"cudaMemcpy", cudaErrorInvalidValue},         {"cudaMemset", cudaErrorInvalidValue},
+      {"cudaStream", cudaErrorInvalidResourceHandle}, {"cudaEvent", cudaErrorInvalidResourceHandle},
+  };
+  for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+    if (strncmp(name, table[i].prefix, strlen(table[i].prefix)) == 0) return table[i].err;
+  return cudaErrorUnknown;
+}
+
+/* SIMCUDA_FAIL="name:N[=code],name:N": the Nth call (1-based) of name fails. */
+static void sc_parse_faults(const char *spec) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", spec);
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok && sc_nfaults < SC_MAX_FAULTS;
+       tok = strtok_r(NULL, ",", &save)) {
+    char *colon = strchr(tok, ':');
+    if (!colon) {
+      fprintf(stderr, "simcuda: SIMCUDA_FAIL: ignoring '%s' (want name:N)\n", tok);
+      continue;
+    }
+    *colon = '\0';
+    sc_fault_rule *r = &sc_faults[sc_nfaults];
+    snprintf(r->name, sizeof r->name, "%s", tok);
+    char *end = NULL;
+    r->nth = strtoul(colon + 1, &end, 10);
+    r->code = (end && *end == '=') ? atoi(end + 1) : 0;
+    if (r->nth == 0) {
+      fprintf(stderr, "simcuda: SIMCUDA_FAIL: ignoring '%s' (N must be >= 1)\n", tok);
+      continue;
+    }
+    atomic_init(&r->calls, 0);
+    sc_nfaults++;
+  }
+}
+
+bool sc_fault(const char *name, cudaError_t *err) {
+  for (size_t i = 0; i < sc_nfaults; i++) {
+    sc_fault_rule *r = &sc_faults[i];
+    if (strcmp(r->name, name) != 0) continue;
+    if (atomic_fetch_add(&r->calls, 1) + 1 == r->nth) {
+      *err = r->code ? (cudaError_t)r->code : sc_fault_default(name);
+      return true;
+    }
+  }
+  return false;
+}
+
+/* ---- initialization -------------------------------------------------------------------- */
+static double sc_env_double(const char *name, double dflt) {
+  const char *v = getenv(name);
+  if (!v || !*v) return dflt;
+  char *end = NULL;
+  errno = 0;
+  double d = strtod(v, &end);
+  if (errno || end == v || d < 0) {
+    fprintf(stderr, "simcuda: ignoring %s='%s' (want a non-negative number)\n", name, v);
+    return dflt;
+  }
+  return d;
+}
+
+static void sc_atfork_child(void) {
+  /* The child has none of the parent's worker threads, so queued work could never complete:
+   * like CUDA, a child of a process that used the runtime gets cudaErrorInitializationError. */
+  if (atomic_load(&sc_started)) atomic_store(&sc_forked_child, true);
+}
+
+static void sc_do_init(void) {
+  sc_cfg.latency_ns = (uint64_t)(sc_env_double("SIMCUDA_LATENCY_US", SC_DEFAULT_LATENCY_US) * 1000.0);
+  sc_cfg.gbps = sc_env_double("SIMCUDA_GBPS", 0);
+  sc_cfg.device_bytes = (size_t)sc_env_double("SIMCUDA_DEVICE_MB", SC_DEFAULT_DEVICE_MB) << 20;
+  sc_cfg.runtime_version = (int)sc_env_double("SIMCUDA_RUNTIME_VERSION", 13000);
+  if (sc_cfg.runtime_version != 13000 && sc_cfg.runtime_version != 12080) {
+    fprintf(stderr, "simcuda: SIMCUDA_RUNTIME_VERSION=%d unsupported (13000 or 12080); using 13000\n",
+            sc_cfg.runtime_version);
+    sc_cfg.runtime_version = 13000;
+  }
+  const char *fail = getenv("SIMCUDA_FAIL");
+  if (fail && *fail) sc_parse_faults(fail);
+  sc_arena_init();
+  pthread_atfork(NULL, NULL, sc_atfork_child);
+  atomic_store(&sc_started, true);
+}
+
+void sc_init(void) { pthread_once(&sc_once, sc_do_init); }
+
+int sc_runtime_version(void) {
+  sc_init();
+  return sc_cfg.runtime_version;
+}
+
+uint64_t sc_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void sc_sleep_until_ns(uint64_t deadline_ns) {
+  /* A sleep is a system call even when the deadline has passed, and a costly one in a VM; a
+   * worker catching up on a backlog must not pay it per op. */
+  if (sc_now_ns() >= deadline_ns) return;
+  struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000ull),
+                        .tv_nsec = (long)(deadline_ns % 1000000000ull)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+  }
+}
+
+cudaError_t sc_ret(cudaError_t err) {
+  /* cudaErrorNotReady is a status, not an error: CUDA does not record it. */
+  if (err != cudaSuccess && err != cudaErrorNotReady) sc_last_error = err;
+  return err;
+}
+
+/* ---- errors and versions --------------------------------------------------------------- */
+SC_API cudaError_t cudaGetLastError(void) {
+  cudaError_t e = sc_last_error;
+  sc_last_error = cudaSuccess;
+  return e;
+}
+
+SC_API cudaError_t cudaPeekAtLastError(void) { return sc_last_error; }
+
+SC_API cudaError_t cudaRuntimeGetVersion(int *runtimeVersion) {
+  if (!runtimeVersion) return sc_ret(cudaErrorInvalidValue);
+  *runtimeVersion = sc_runtime_version();
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaDriverGetVersion(int *driverVersion) {
+  if (!driverVersion) return sc_ret(cudaErrorInvalidValue);
+  *driverVersion = 13000; /* a 13.0 driver runs both the 12.8 and the 13.0 runtime ABI */
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaGetDeviceCount(int *count) {
+  SC_ENTER("cudaGetDeviceCount");
+  if (!count) return sc_ret(cudaErrorInvalidValue);
+  *count = 1;
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaSetDevice(int device) {
+  SC_ENTER("cudaSetDevice");
+  if (device != 0) return sc_ret(cudaErrorInvalidDevice);
+  sc_current_device = device;
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaGetDevice(int *device) {
+  SC_ENTER("cudaGetDevice");
+  if (!device) return sc_ret(cudaErrorInvalidValue);
+  *device = sc_current_device;
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaSetDeviceFlags(unsigned int flags) {
+  SC_ENTER("cudaSetDeviceFlags");
+  (void)flags;
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaDeviceGetStreamPriorityRange(int *leastPriority, int *greatestPriority) {
+  SC_ENTER("cudaDeviceGetStreamPriorityRange");
+  if (leastPriority) *leastPriority = 0;
+  if (greatestPriority) *greatestPriority = -5;
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
+  SC_ENTER("cudaGetDeviceProperties");
+  if (!prop) return sc_ret(cudaErrorInvalidValue);
+  if (device != 0) return sc_ret(cudaErrorInvalidDevice);
+  memset(prop, 0, sizeof *prop);
+  snprintf(prop->name, sizeof prop->name, "simcuda simulated device");
+  prop->totalGlobalMem = sc_cfg.device_bytes;
+  prop->major = 9;
+  prop->minor = 0;
+  prop->multiProcessorCount = 1;
+  prop->unifiedAddressing = 1;
+  prop->canMapHostMemory = 1;
+  prop->asyncEngineCount = 2;
+  prop->warpSize = 32;
+  prop->maxThreadsPerBlock = 1024;
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device) {
+  SC_ENTER("cudaDeviceGetAttribute");
+  if (!value) return sc_ret(cudaErrorInvalidValue);
+  if (device != 0) return sc_ret(cudaErrorInvalidDevice);
+  switch (attr) {
+  case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
+  case cudaDevAttrWarpSize: *value = 32; break;
+  case cudaDevAttrMultiProcessorCount: *value = 1; break;
+  case cudaDevAttrAsyncEngineCount: *value = 2; break;
+  case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
+  case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
+  case cudaDevAttrCanMapHostMemory:
+  case cudaDevAttrUnifiedAddressing:
+  case cudaDevAttrHostRegisterSupported:
+  case cudaDevAttrMemoryPoolsSupported: *value = 1; break;
+  default: *value = 0; break; /* not simulated: reported as absent */
+  }
+  return cudaSuccess;
+}

@@ -1,0 +1,155 @@
+/* sc_kernel.c: simulated kernels. A kernel is a host function registered with its parameter
+ * sizes (simcuda_kernel.h); a launch copies the parameters, exactly as CUDA does, and queues the
+ * function to run on the stream's worker. cudaFuncGetParamInfo answers from the registration. */
+#include <stdlib.h>
+#include <string.h>
+
+#define HASH_NONFATAL_OOM 1
+#include <uthash.h>
+
+#include "sc_internal.h"
+
+#define SC_MAX_PARAMS 64
+
+typedef struct sc_kernel {
+  const void *fn; /* key */
+  char name[64];
+  size_t nparams;
+  size_t sizes[SC_MAX_PARAMS];
+  size_t offsets[SC_MAX_PARAMS];
+  size_t params_len;
+  UT_hash_handle hh;
+} sc_kernel;
+
+/* Static initializers only: kernels register from constructors, before simcuda initializes. */
+static pthread_rwlock_t sc_kernels_lock = PTHREAD_RWLOCK_INITIALIZER;
+static sc_kernel *sc_kernels;
+
+/* Natural C layout: each parameter aligned to min(size, 8), rounded down to a power of two. */
+static size_t sc_param_align(size_t size) {
+  size_t a = size < 8 ? size : 8;
+  while (a & (a - 1)) a &= a - 1;
+  return a ? a : 1;
+}
+
+SC_API cudaError_t simcuda_register_kernel(simcuda_kernel_fn fn, const char *name, size_t nparams,
+                                           const size_t *param_sizes) {
+  if (!fn || nparams > SC_MAX_PARAMS || (nparams && !param_sizes)) return cudaErrorInvalidValue;
+  sc_kernel *k = calloc(1, sizeof *k);
+  if (!k) return cudaErrorMemoryAllocation;
+  k->fn = (const void *)fn;
+  if (name) strncpy(k->name, name, sizeof k->name - 1);
+  k->nparams = nparams;
+  size_t off = 0;
+  for (size_t i = 0; i < nparams; i++) {
+    size_t a = sc_param_align(param_sizes[i]);
+    off = (off + a - 1) & ~(a - 1);
+    k->sizes[i] = param_sizes[i];
+    k->offsets[i] = off;
+    off += param_sizes[i];
+  }
+  k->params_len = off;
+
+  pthread_rwlock_wrlock(&sc_kernels_lock);
+  sc_kernel *old = NULL;
+  HASH_FIND_PTR(sc_kernels, &k->fn, old);
+  if (old) {
+    HASH_DEL(sc_kernels, old);
+    free(old);
+  }
+  HASH_ADD_PTR(sc_kernels, fn, k);
+  sc_kernel *added = NULL;
+  HASH_FIND_PTR(sc_kernels, &k->fn, added);
+  pthread_rwlock_unlock(&sc_kernels_lock);
+  if (!added) {
+    free(k);
+    return cudaErrorMemoryAllocation;
+  }
+  return cudaSuccess;
+}
+
+/* Copies the registration of func into *out; false when func is not a registered kernel. */
+static bool sc_kernel_find(const void *func, sc_kernel *out) {
+  pthread_rwlock_rdlock(&sc_kernels_lock);
+  sc_kernel *k = NULL;
+  HASH_FIND_PTR(sc_kernels, &func, k);
+  if (k) memcpy(out, k, offsetof(sc_kernel, hh));
+  pthread_rwlock_unlock(&sc_kernels_lock);
+  return k != NULL;
+}
+
+SC_API cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *paramOffset,
+                                        size_t *paramSize) {
+  SC_ENTER("cudaFuncGetParamInfo");
+  sc_kernel k;
+  if (!sc_kernel_find(func, &k)) return sc_ret(cudaErrorInvalidDeviceFunction);
+  if (paramIndex >= k.nparams) return sc_ret(cudaErrorInvalidValue);
+  if (paramOffset) *paramOffset = k.offsets[paramIndex];
+  if (paramSize) *paramSize = k.sizes[paramIndex];
+  return cudaSuccess;
+}
+
+void sc_kernel_run(sc_op *op) { op->u.kernel.fn(&op->u.kernel.launch); }
+
+static cudaError_t sc_launch(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
+                             cudaStream_t h, bool ptsz) {
+  sc_kernel k;
+  if (!sc_kernel_find(func, &k)) return sc_ret(cudaErrorInvalidDeviceFunction);
+  if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z)
+    return sc_ret(cudaErrorInvalidConfiguration);
+  if (k.nparams && !args) return sc_ret(cudaErrorInvalidValue);
+  cudaError_t err = cudaSuccess;
+  sc_stream *s = sc_stream_get(h, ptsz, &err);
+  if (!s) return sc_ret(err);
+  sc_op *op = sc_op_new(SC_OP_KERNEL);
+  if (!op) return sc_ret(cudaErrorMemoryAllocation);
+  /* One block: the args pointer array, then the parameter copies at their offsets. */
+  size_t head = k.nparams * sizeof(void *);
+  size_t len = head + k.params_len;
+  char *blk = calloc(1, len ? len : 1);
+  if (!blk) {
+    sc_op_free(op);
+    return sc_ret(cudaErrorMemoryAllocation);
+  }
+  void **copies = (void **)blk;
+  /* head is a multiple of 8, so the parameter area keeps the offsets' alignment. */
+  for (size_t i = 0; i < k.nparams; i++) {
+    copies[i] = blk + head + k.offsets[i];
+    memcpy(copies[i], args[i], k.sizes[i]);
+  }
+  op->u.kernel.fn = (simcuda_kernel_fn)func;
+  op->u.kernel.block = blk;
+  op->u.kernel.block_len = len;
+  op->u.kernel.launch = (simcuda_launch_t){
+      .args = copies, .nargs = k.nparams, .grid = grid, .block = block, .shared_mem = smem,
+      .stream = h};
+  return sc_ret(sc_submit(s, op, NULL));
+}
+
+SC_API cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                                    size_t sharedMem, cudaStream_t stream) {
+  SC_ENTER("cudaLaunchKernel");
+  return sc_launch(func, gridDim, blockDim, args, sharedMem, stream, false);
+}
+
+SC_API cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
+                                         void **args, size_t sharedMem, cudaStream_t stream) {
+  SC_ENTER("cudaLaunchKernel");
+  return sc_launch(func, gridDim, blockDim, args, sharedMem, stream, true);
+}
+
+SC_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func,
+                                       void **args) {
+  SC_ENTER("cudaLaunchKernelExC");
+  if (!config) return sc_ret(cudaErrorInvalidValue);
+  return sc_launch(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
+                   config->stream, false);
+}
+
+SC_API cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func,
+                                            void **args) {
+  SC_ENTER("cudaLaunchKernelExC");
+  if (!config) return sc_ret(cudaErrorInvalidValue);
+  return sc_launch(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
+                   config->stream, true);
+}

@@ -1,0 +1,424 @@
+/* sc_pinned.c: pinned host memory (cudaHostAlloc/Register and friends, pointer attributes) and
+ * the DMA aliases through which the simulated device reaches it (simcuda_dma, sc_dma_copy). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "sc_internal.h"
+
+/* Every pinned range gets a second mapping of the same physical pages; the simulated device (copy
+ * workers, kernel bodies via simcuda_dma) reaches pinned memory only through that alias, so CPU
+ * page protections that pinguard puts on the original mapping never stop the device, just as they
+ * never stop a real copy engine. How the alias is made:
+ *   - cudaHostAlloc: a memfd mapped twice.
+ *   - cudaHostRegister of MAP_SHARED memory: mremap(p, 0, n, MREMAP_MAYMOVE|MREMAP_FIXED), which
+ *     maps the same shared pages a second time.
+ *   - cudaHostRegister of private memory (malloc, anonymous mmap): the page-aligned hull is
+ *     replaced by memfd pages holding the same bytes (map the memfd as the alias, copy the
+ *     contents, map it again elsewhere, then mremap(MREMAP_FIXED) that mapping onto the hull so the
+ *     swap is one atomic step). Two consequences, both documented in README.md: a CPU write to the
+ *     hull by another thread during the copy could be lost, and the hull stays MAP_SHARED (a forked
+ *     child shares, rather than copies, those pages), also after cudaHostUnregister.
+ * The kind of each piece of the hull is read from /proc/self/maps. */
+
+typedef enum { SC_REGION_HOSTALLOC, SC_REGION_REGISTERED } sc_region_kind;
+
+typedef struct sc_region {
+  uintptr_t base; /* what the caller sees */
+  size_t size;
+  uintptr_t hull; /* page-aligned cover of [base, base + size) */
+  size_t hull_len;
+  char *alias; /* the device's view of [hull, hull + hull_len) */
+  unsigned flags;
+  sc_region_kind kind;
+} sc_region;
+
+/* Sorted by base; ranges never overlap. Readers: classification and DMA translation (workers
+ * hold the read side for the duration of one copy, so an unregister cannot unmap an alias
+ * under a running copy). Writers: register/unregister/alloc/free. */
+static pthread_rwlock_t sc_regions_lock = PTHREAD_RWLOCK_INITIALIZER;
+static sc_region *sc_regions;
+static size_t sc_nregions, sc_regions_cap;
+
+static size_t sc_page(void) {
+  static atomic_size_t page; /* any thread may be first; all compute the same value */
+  size_t p = atomic_load_explicit(&page, memory_order_relaxed);
+  if (!p) {
+    p = (size_t)sysconf(_SC_PAGESIZE);
+    atomic_store_explicit(&page, p, memory_order_relaxed);
+  }
+  return p;
+}
+
+/* Index of the first region whose end is above p. Caller holds the lock. */
+static size_t sc_region_lower(uintptr_t p) {
+  size_t lo = 0, hi = sc_nregions;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (sc_regions[mid].base + sc_regions[mid].size <= p)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+static sc_region *sc_region_find(uintptr_t p) {
+  size_t i = sc_region_lower(p);
+  if (i < sc_nregions && sc_regions[i].base <= p) return &sc_regions[i];
+  return NULL;
+}
+
+static bool sc_region_overlaps(uintptr_t base, size_t size) {
+  size_t i = sc_region_lower(base);
+  return i < sc_nregions && sc_regions[i].base < base + size;
+}
+
+static bool sc_region_insert(const sc_region *r) {
+  if (sc_nregions == sc_regions_cap) {
+    size_t cap = sc_regions_cap ? sc_regions_cap * 2 : 64;
+    sc_region *nr = realloc(sc_regions, cap * sizeof *nr);
+    if (!nr) return false;
+    sc_regions = nr;
+    sc_regions_cap = cap;
+  }
+  size_t i = sc_region_lower(r->base);
+  memmove(&sc_regions[i + 1], &sc_regions[i], (sc_nregions - i) * sizeof *sc_regions);
+  sc_regions[i] = *r;
+  sc_nregions++;
+  return true;
+}
+
+static void sc_region_remove(sc_region *r) {
+  size_t i = (size_t)(r - sc_regions);
+  memmove(&sc_regions[i], &sc_regions[i + 1], (sc_nregions - i - 1) * sizeof *sc_regions);
+  sc_nregions--;
+}
+
+/* ---- translation ----------------------------------------------------------------------- */
+sc_mem_kind sc_classify(const void *p) {
+  if (sc_arena_contains(p)) return SC_MEM_DEVICE;
+  pthread_rwlock_rdlock(&sc_regions_lock);
+  bool pinned = sc_region_find((uintptr_t)p) != NULL;
+  pthread_rwlock_unlock(&sc_regions_lock);
+  return pinned ? SC_MEM_PINNED : SC_MEM_PAGEABLE;
+}
+
+/* The device address of p and how many bytes from p stay within the same translation.
+ * Caller holds the read lock. */
+static char *sc_translate_span(const void *ptr, size_t n, size_t *span) {
+  uintptr_t p = (uintptr_t)ptr;
+  size_t i = sc_region_lower(p);
+  if (i < sc_nregions && sc_regions[i].base <= p) {
+    const sc_region *r = &sc_regions[i];
+    size_t left = r->base + r->size - p;
+    *span = n < left ? n : left;
+    return r->alias + (p - r->hull);
+  }
+  /* Unpinned: identity up to the next pinned range. */
+  size_t left = i < sc_nregions ? sc_regions[i].base - p : SIZE_MAX;
+  *span = n < left ? n : left;
+  return (char *)ptr;
+}
+
+void sc_dma_copy(void *dst, const void *src, size_t n) {
+  pthread_rwlock_rdlock(&sc_regions_lock);
+  size_t done = 0;
+  while (done < n) {
+    size_t ds, ss;
+    char *d = sc_translate_span((char *)dst + done, n - done, &ds);
+    const char *s = sc_translate_span((const char *)src + done, n - done, &ss);
+    size_t k = ds < ss ? ds : ss;
+    memmove(d, s, k);
+    done += k;
+  }
+  pthread_rwlock_unlock(&sc_regions_lock);
+}
+
+void sc_dma_set(void *dst, int value, size_t n) {
+  pthread_rwlock_rdlock(&sc_regions_lock);
+  size_t done = 0;
+  while (done < n) {
+    size_t span;
+    char *d = sc_translate_span((char *)dst + done, n - done, &span);
+    memset(d, value, span);
+    done += span;
+  }
+  pthread_rwlock_unlock(&sc_regions_lock);
+}
+
+SC_API void *simcuda_dma(const void *host_ptr) {
+  pthread_rwlock_rdlock(&sc_regions_lock);
+  size_t span;
+  void *d = sc_translate_span(host_ptr, 1, &span);
+  pthread_rwlock_unlock(&sc_regions_lock);
+  return d;
+}
+
+/* ---- building aliases ------------------------------------------------------------------ */
+typedef struct sc_vma {
+  uintptr_t start, end;
+  int prot;
+  bool shared;
+} sc_vma;
+
+/* The mappings covering [lo, hi), clipped to it, in address order. Returns how many were found
+ * (at most max), or -1 when the range is not fully mapped. */
+static int sc_read_vmas(uintptr_t lo, uintptr_t hi, sc_vma *out, int max) {
+  FILE *f = fopen("/proc/self/maps", "re");
+  if (!f) return -1;
+  char line[512];
+  int n = 0;
+  uintptr_t covered = lo;
+  while (fgets(line, sizeof line, f) && covered < hi) {
+    unsigned long s, e;
+    char perms[8];
+    if (sscanf(line, "%lx-%lx %7s", &s, &e, perms) != 3) continue;
+    if (e <= covered || s >= hi) continue;
+    if (s > covered || n == max) break; /* a hole, or too fragmented */
+    uintptr_t ps = covered, pe = e < hi ? e : hi;
+    int prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+               (perms[2] == 'x' ? PROT_EXEC : 0);
+    out[n++] = (sc_vma){.start = ps, .end = pe, .prot = prot, .shared = perms[3] == 's'};
+    covered = pe;
+  }
+  fclose(f);
+  return covered >= hi ? n : -1;
+}
+
+/* Copies the hull's current bytes at src into dst. Through /proc/self/mem: it ignores page
+ * protections on private mappings, and it is not an instrumented load, so AddressSanitizer and
+ * ThreadSanitizer do not object to reading the neighbours (heap redzones, other threads' objects)
+ * that share the hull's pages. A plain memcpy is the fallback where /proc is unavailable. */
+static bool sc_copy_out(void *dst, uintptr_t src, size_t len, int prot) {
+  int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    size_t done = 0;
+    while (done < len) {
+      ssize_t r = pread(fd, (char *)dst + done, len - done, (off_t)(src + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      done += (size_t)r;
+    }
+    close(fd);
+    if (done == len) return true;
+  }
+  if (!(prot & PROT_READ)) return false;
+  memcpy(dst, (const void *)src, len);
+  return true;
+}
+
+/* Gives the shared piece [v->start, v->end) a second mapping at at. */
+static bool sc_alias_shared(const sc_vma *v, char *at) {
+  size_t len = v->end - v->start;
+  void *r = mremap((void *)v->start, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, at);
+  if (r == MAP_FAILED) return false;
+  /* The alias inherits the piece's protections; the device always reads and writes. */
+  mprotect(at, len, PROT_READ | PROT_WRITE);
+  return true;
+}
+
+/* Replaces the private piece with memfd pages holding the same bytes, mapped at `at` too. */
+static bool sc_alias_private(const sc_vma *v, char *at) {
+  size_t len = v->end - v->start;
+  int fd = memfd_create("simcuda-pinned", MFD_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = false;
+  if (ftruncate(fd, (off_t)len) != 0) goto out;
+  if (mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) goto out;
+  if (!sc_copy_out(at, v->start, len, v->prot)) goto out;
+  void *tmp = mmap(NULL, len, v->prot, MAP_SHARED, fd, 0);
+  if (tmp == MAP_FAILED) goto out;
+  /* The atomic swap: the hull's private pages are replaced by the memfd pages in one call. */
+  if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)v->start) == MAP_FAILED) {
+    munmap(tmp, len);
+    goto out;
+  }
+  ok = true;
+out:
+  close(fd);
+  return ok;
+}
+
+#define SC_MAX_VMAS 64
+
+/* Builds the alias of [hull, hull + len). Caller holds the write lock. */
+static char *sc_alias_build(uintptr_t hull, size_t len) {
+  sc_vma vmas[SC_MAX_VMAS];
+  int n = sc_read_vmas(hull, hull + len, vmas, SC_MAX_VMAS);
+  if (n <= 0) return NULL;
+  char *alias = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (alias == MAP_FAILED) return NULL;
+  for (int i = 0; i < n; i++) {
+    char *at = alias + (vmas[i].start - hull);
+    bool ok = vmas[i].shared ? sc_alias_shared(&vmas[i], at) : sc_alias_private(&vmas[i], at);
+    if (!ok) {
+      /* Pieces already swapped keep their (identical) contents; only the alias goes. */
+      munmap(alias, len);
+      return NULL;
+    }
+  }
+  return alias;
+}
+
+/* ---- API ------------------------------------------------------------------------------- */
+static cudaError_t sc_host_alloc(void **pHost, size_t size, unsigned int flags) {
+  if (!pHost) return sc_ret(cudaErrorInvalidValue);
+  if (flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined))
+    return sc_ret(cudaErrorInvalidValue);
+  if (size == 0) {
+    *pHost = NULL;
+    return cudaSuccess;
+  }
+  size_t len = (size + sc_page() - 1) & ~(sc_page() - 1);
+  int fd = memfd_create("simcuda-hostalloc", MFD_CLOEXEC);
+  if (fd < 0) return sc_ret(cudaErrorMemoryAllocation);
+  void *host = MAP_FAILED, *alias = MAP_FAILED;
+  if (ftruncate(fd, (off_t)len) == 0) {
+    host = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    alias = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  }
+  close(fd);
+  if (host == MAP_FAILED || alias == MAP_FAILED) {
+    if (host != MAP_FAILED) munmap(host, len);
+    if (alias != MAP_FAILED) munmap(alias, len);
+    return sc_ret(cudaErrorMemoryAllocation);
+  }
+  sc_region r = {.base = (uintptr_t)host, .size = size, .hull = (uintptr_t)host, .hull_len = len,
+                 .alias = alias, .flags = flags, .kind = SC_REGION_HOSTALLOC};
+  pthread_rwlock_wrlock(&sc_regions_lock);
+  bool ok = sc_region_insert(&r);
+  pthread_rwlock_unlock(&sc_regions_lock);
+  if (!ok) {
+    munmap(host, len);
+    munmap(alias, len);
+    return sc_ret(cudaErrorMemoryAllocation);
+  }
+  *pHost = host;
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
+  SC_ENTER("cudaHostAlloc");
+  return sc_host_alloc(pHost, size, flags);
+}
+
+SC_API cudaError_t cudaMallocHost(void **ptr, size_t size) {
+  SC_ENTER("cudaMallocHost");
+  return sc_host_alloc(ptr, size, cudaHostAllocDefault);
+}
+
+SC_API cudaError_t cudaFreeHost(void *ptr) {
+  SC_ENTER("cudaFreeHost");
+  if (!ptr) return cudaSuccess;
+  /* Like the real driver: wait for all queued work, so no copy runs into unmapped memory. */
+  sc_device_sync_all();
+  pthread_rwlock_wrlock(&sc_regions_lock);
+  sc_region *r = sc_region_find((uintptr_t)ptr);
+  if (!r || r->base != (uintptr_t)ptr || r->kind != SC_REGION_HOSTALLOC) {
+    pthread_rwlock_unlock(&sc_regions_lock);
+    return sc_ret(cudaErrorInvalidValue);
+  }
+  sc_region gone = *r;
+  sc_region_remove(r);
+  pthread_rwlock_unlock(&sc_regions_lock);
+  munmap(gone.alias, gone.hull_len);
+  munmap((void *)gone.hull, gone.hull_len);
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
+  SC_ENTER("cudaHostRegister");
+  if (!ptr || size == 0) return sc_ret(cudaErrorInvalidValue);
+  if (flags & ~(unsigned)(cudaHostRegisterPortable | cudaHostRegisterMapped |
+                          cudaHostRegisterIoMemory | cudaHostRegisterReadOnly))
+    return sc_ret(cudaErrorInvalidValue);
+  uintptr_t base = (uintptr_t)ptr;
+  uintptr_t hull = base & ~(sc_page() - 1);
+  size_t hull_len = ((base + size + sc_page() - 1) & ~(sc_page() - 1)) - hull;
+  pthread_rwlock_wrlock(&sc_regions_lock);
+  cudaError_t err = cudaSuccess;
+  if (sc_region_overlaps(base, size)) {
+    err = cudaErrorHostMemoryAlreadyRegistered;
+  } else {
+    char *alias = sc_alias_build(hull, hull_len);
+    sc_region r = {.base = base, .size = size, .hull = hull, .hull_len = hull_len, .alias = alias,
+                   .flags = flags, .kind = SC_REGION_REGISTERED};
+    if (!alias) {
+      err = cudaErrorInvalidValue; /* not (fully) mapped memory */
+    } else if (!sc_region_insert(&r)) {
+      munmap(alias, hull_len);
+      err = cudaErrorMemoryAllocation;
+    }
+  }
+  pthread_rwlock_unlock(&sc_regions_lock);
+  return err == cudaSuccess ? cudaSuccess : sc_ret(err);
+}
+
+SC_API cudaError_t cudaHostUnregister(void *ptr) {
+  SC_ENTER("cudaHostUnregister");
+  if (!ptr) return sc_ret(cudaErrorInvalidValue);
+  sc_device_sync_all(); /* as cudaFreeHost: no in-flight copy loses its alias */
+  pthread_rwlock_wrlock(&sc_regions_lock);
+  sc_region *r = sc_region_find((uintptr_t)ptr);
+  if (!r || r->base != (uintptr_t)ptr || r->kind != SC_REGION_REGISTERED) {
+    pthread_rwlock_unlock(&sc_regions_lock);
+    return sc_ret(cudaErrorHostMemoryNotRegistered);
+  }
+  sc_region gone = *r;
+  sc_region_remove(r);
+  pthread_rwlock_unlock(&sc_regions_lock);
+  munmap(gone.alias, gone.hull_len);
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) {
+  SC_ENTER("cudaHostGetDevicePointer");
+  if (!pDevice || flags != 0) return sc_ret(cudaErrorInvalidValue);
+  if (sc_classify(pHost) != SC_MEM_PINNED) return sc_ret(cudaErrorInvalidValue);
+  *pDevice = pHost; /* unified addressing: the device uses the host address */
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
+  SC_ENTER("cudaHostGetFlags");
+  if (!pFlags) return sc_ret(cudaErrorInvalidValue);
+  pthread_rwlock_rdlock(&sc_regions_lock);
+  sc_region *r = sc_region_find((uintptr_t)pHost);
+  unsigned flags = r ? r->flags : 0;
+  pthread_rwlock_unlock(&sc_regions_lock);
+  if (!r) return sc_ret(cudaErrorInvalidValue);
+  *pFlags = flags;
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
+                                            const void *ptr) {
+  SC_ENTER("cudaPointerGetAttributes");
+  if (!attributes) return sc_ret(cudaErrorInvalidValue);
+  memset(attributes, 0, sizeof *attributes);
+  switch (sc_classify(ptr)) {
+  case SC_MEM_DEVICE:
+    if (!sc_arena_lookup(ptr, NULL, NULL)) return sc_ret(cudaErrorInvalidValue);
+    attributes->type = cudaMemoryTypeDevice;
+    attributes->device = 0;
+    attributes->devicePointer = (void *)ptr;
+    attributes->hostPointer = NULL;
+    break;
+  case SC_MEM_PINNED:
+    attributes->type = cudaMemoryTypeHost;
+    attributes->device = 0;
+    attributes->devicePointer = (void *)ptr;
+    attributes->hostPointer = (void *)ptr;
+    break;
+  case SC_MEM_PAGEABLE:
+    attributes->type = cudaMemoryTypeUnregistered;
+    attributes->device = -2;
+    break;
+  }
+  return cudaSuccess;
+}

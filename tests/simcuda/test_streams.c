@@ -1,0 +1,302 @@
+/* test_streams.c: stream semantics: FIFO order within a stream, independence of non-blocking
+ * streams, the legacy default stream's implicit synchronization, the per-thread default stream,
+ * query/synchronize, stream creation parameters and destruction with pending work. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "test_util.h"
+
+/* ---- FIFO ----------------------------------------------------------------------------- */
+typedef struct order_log {
+  atomic_int n;
+  int seen[256];
+} order_log;
+
+typedef struct order_item {
+  order_log *log;
+  int index;
+} order_item;
+
+static void hf_log(void *p) {
+  order_item *it = p;
+  int slot = atomic_fetch_add(&it->log->n, 1);
+  it->log->seen[slot] = it->index;
+}
+
+static void low_latency(void) { sim_env("50"); }
+
+Test(streams, fifo_order_within_a_stream, .init = low_latency) {
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  static order_log log;
+  static order_item items[200];
+  unsigned char *host, *dev;
+  CK(cudaHostAlloc((void **)&host, 4096, 0));
+  CK(cudaMalloc((void **)&dev, 4096));
+  for (int i = 0; i < 200; i++) {
+    items[i] = (order_item){&log, i};
+    CK(cudaLaunchHostFunc(s, hf_log, &items[i]));
+    /* Interleave copies: each later copy overwrites the earlier one's bytes. */
+    memset(host, i & 0xff, 64);
+    if (i % 20 == 0) CK(cudaMemcpyAsync(dev, host, 64, cudaMemcpyHostToDevice, s));
+    if (i % 20 == 0) CK(cudaStreamSynchronize(s)); /* host buffer reuse needs the copy done */
+  }
+  CK(cudaStreamSynchronize(s));
+  cr_assert_eq(atomic_load(&log.n), 200);
+  for (int i = 0; i < 200; i++) cr_assert_eq(log.seen[i], i, "op %d ran at position %d", log.seen[i], i);
+  unsigned char back[64];
+  CK(cudaMemcpy(back, dev, 64, cudaMemcpyDeviceToHost));
+  cr_assert_eq(back[0], 180);
+  CK(cudaStreamDestroy(s));
+}
+
+/* Two copies to the same destination on one stream: the later one wins, always. */
+Test(streams, fifo_order_of_copies, .init = low_latency) {
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  unsigned char *a, *b, *dev;
+  CK(cudaHostAlloc((void **)&a, 1 << 16, 0));
+  CK(cudaHostAlloc((void **)&b, 1 << 16, 0));
+  CK(cudaMalloc((void **)&dev, 1 << 16));
+  memset(a, 1, 1 << 16);
+  memset(b, 2, 1 << 16);
+  for (int i = 0; i < 50; i++) {
+    CK(cudaMemcpyAsync(dev, a, 1 << 16, cudaMemcpyHostToDevice, s));
+    CK(cudaMemcpyAsync(dev, b, 1 << 16, cudaMemcpyHostToDevice, s));
+  }
+  CK(cudaMemcpyAsync(a, dev, 1 << 16, cudaMemcpyDeviceToHost, s));
+  CK(cudaStreamSynchronize(s));
+  for (int i = 0; i < 1 << 16; i++) cr_assert_eq(a[i], 2);
+}
+
+/* ---- independence and the legacy stream --------------------------------------------------- */
+Test(streams, nonblocking_streams_run_concurrently, .init = low_latency) {
+  cudaStream_t a, b;
+  CK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  static gate g = GATE_INIT;
+  /* a blocks until b opens the gate: only possible if b is not queued behind a. */
+  CK(cudaLaunchHostFunc(a, hf_gate_wait, &g));
+  CK(cudaLaunchHostFunc(b, hf_gate_open, &g));
+  CK(cudaStreamSynchronize(a));
+  cr_assert_eq(g.timed_out, 0, "stream a waited for stream b's later work");
+}
+
+typedef struct flag_check {
+  atomic_int flag;
+  atomic_int seen;
+  gate g;
+} flag_check;
+
+static void hf_wait_then_set(void *p) {
+  flag_check *f = p;
+  gate_wait(&f->g);
+  atomic_store(&f->flag, 1);
+}
+
+static void hf_read_flag(void *p) {
+  flag_check *f = p;
+  atomic_store(&f->seen, atomic_load(&f->flag));
+}
+
+static void *open_later(void *p) {
+  /* Opened from another thread after the test queued everything. Correct ordering never
+   * depends on this delay; it only gives a broken implementation time to run the dependent op
+   * early, so that the test catches it. */
+  struct timespec ts = {0, 100 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  gate_open(p);
+  return NULL;
+}
+
+Test(streams, legacy_stream_waits_for_blocking_streams, .init = low_latency) {
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s)); /* blocking */
+  static flag_check f = {.g = GATE_INIT};
+  CK(cudaLaunchHostFunc(s, hf_wait_then_set, &f));
+  CK(cudaLaunchHostFunc(0, hf_read_flag, &f)); /* legacy: must wait for s */
+  pthread_t t;
+  pthread_create(&t, NULL, open_later, &f.g);
+  CK(cudaStreamSynchronize(0));
+  pthread_join(t, NULL);
+  cr_assert_eq(atomic_load(&f.seen), 1, "legacy-stream op ran before earlier work on a blocking stream");
+}
+
+Test(streams, blocking_stream_waits_for_legacy_stream, .init = low_latency) {
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  static flag_check f = {.g = GATE_INIT};
+  CK(cudaLaunchHostFunc(cudaStreamLegacy, hf_wait_then_set, &f));
+  CK(cudaLaunchHostFunc(s, hf_read_flag, &f));
+  pthread_t t;
+  pthread_create(&t, NULL, open_later, &f.g);
+  CK(cudaStreamSynchronize(s));
+  pthread_join(t, NULL);
+  cr_assert_eq(atomic_load(&f.seen), 1, "blocking-stream op ran before earlier legacy-stream work");
+}
+
+Test(streams, nonblocking_stream_ignores_legacy_stream, .init = low_latency) {
+  cudaStream_t nb;
+  CK(cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking));
+  static gate g = GATE_INIT;
+  CK(cudaLaunchHostFunc(0, hf_gate_wait, &g)); /* legacy blocked until nb runs */
+  CK(cudaLaunchHostFunc(nb, hf_gate_open, &g));
+  CK(cudaStreamSynchronize(0));
+  cr_assert_eq(g.timed_out, 0, "a non-blocking stream waited for the legacy stream");
+}
+
+/* ---- per-thread default stream -------------------------------------------------------- */
+Test(streams, per_thread_stream_is_handle_zero_under_ptsz, .init = low_latency) {
+  static gate g = GATE_INIT;
+  CK(cudaLaunchHostFunc_ptsz(0, hf_gate_wait, &g)); /* stream 0 here = per-thread stream */
+  CK_ERR(cudaStreamQuery(cudaStreamPerThread), cudaErrorNotReady);
+  CK(cudaStreamQuery(cudaStreamLegacy)); /* the legacy stream's own queue is empty */
+  gate_open(&g);
+  CK(cudaStreamSynchronize(cudaStreamPerThread));
+  CK(cudaStreamQuery_ptsz(0));
+}
+
+typedef struct thread_stream {
+  cudaStream_t seen_query_before;
+  cudaError_t other_query;
+  gate *g;
+} thread_stream;
+
+static void *query_own_per_thread(void *p) {
+  thread_stream *ts = p;
+  /* Another thread's per-thread stream is a different stream: empty, hence ready. */
+  ts->other_query = cudaStreamQuery(cudaStreamPerThread);
+  return NULL;
+}
+
+Test(streams, per_thread_streams_are_distinct, .init = low_latency) {
+  static gate g = GATE_INIT;
+  CK(cudaLaunchHostFunc(cudaStreamPerThread, hf_gate_wait, &g));
+  thread_stream ts = {.g = &g};
+  pthread_t t;
+  pthread_create(&t, NULL, query_own_per_thread, &ts);
+  pthread_join(t, NULL);
+  gate_open(&g);
+  CK(cudaStreamSynchronize(cudaStreamPerThread));
+  cr_assert_eq(ts.other_query, cudaSuccess);
+}
+
+/* ---- query, synchronize, create, destroy ------------------------------------------------- */
+Test(streams, query_reports_not_ready_until_done, .init = low_latency) {
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  static gate g = GATE_INIT;
+  CK(cudaStreamQuery(s));
+  CK(cudaLaunchHostFunc(s, hf_gate_wait, &g));
+  CK_ERR(cudaStreamQuery(s), cudaErrorNotReady);
+  cr_assert_eq(cudaGetLastError(), cudaSuccess, "NotReady must not be recorded as an error");
+  gate_open(&g);
+  CK(cudaStreamSynchronize(s));
+  CK(cudaStreamQuery(s));
+}
+
+Test(streams, device_synchronize_waits_for_every_stream, .init = low_latency) {
+  cudaStream_t s[3];
+  static order_log log;
+  static order_item items[3];
+  for (int i = 0; i < 3; i++) {
+    CK(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking));
+    items[i] = (order_item){&log, i};
+    CK(cudaLaunchHostFunc(s[i], hf_log, &items[i]));
+  }
+  CK(cudaDeviceSynchronize());
+  cr_assert_eq(atomic_load(&log.n), 3);
+}
+
+Test(streams, create_parameters) {
+  cudaStream_t s;
+  unsigned flags = 99;
+  int prio = 99, least, greatest;
+  CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  cr_assert(greatest <= least);
+  CK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest - 10));
+  CK(cudaStreamGetFlags(s, &flags));
+  CK(cudaStreamGetPriority(s, &prio));
+  cr_assert_eq(flags, cudaStreamNonBlocking);
+  cr_assert_eq(prio, greatest, "priority is clamped into the device's range");
+  CK(cudaStreamDestroy(s));
+  CK_ERR(cudaStreamCreateWithFlags(&s, 0x80), cudaErrorInvalidValue);
+  CK_ERR(cudaStreamCreate(NULL), cudaErrorInvalidValue);
+  CK_ERR(cudaStreamDestroy(0), cudaErrorInvalidResourceHandle);
+  CK_ERR(cudaStreamDestroy(cudaStreamPerThread), cudaErrorInvalidResourceHandle);
+}
+
+Test(streams, destroy_lets_queued_work_finish, .init = low_latency) {
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  static gate g = GATE_INIT;
+  static order_log log;
+  static order_item item = {&log, 7};
+  CK(cudaLaunchHostFunc(s, hf_gate_wait, &g));
+  CK(cudaLaunchHostFunc(s, hf_log, &item));
+  CK(cudaStreamDestroy(s)); /* returns at once; the work still runs */
+  gate_open(&g);
+  CK(cudaDeviceSynchronize());
+  cr_assert_eq(atomic_load(&log.n), 1);
+  cr_assert_eq(log.seen[0], 7);
+}
+
+/* Two threads, each with its own stream and buffers, copying round trips concurrently: the data
+ * must come back intact (this is also what the TSAN build exercises). */
+typedef struct worker_arg {
+  int id;
+  int bad;
+} worker_arg;
+
+static void *round_trips(void *p) {
+  worker_arg *w = p;
+  cudaStream_t s;
+  unsigned char *h, *d;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) || cudaHostAlloc((void **)&h, 8192, 0) ||
+      cudaMalloc((void **)&d, 8192)) {
+    w->bad = 1;
+    return NULL;
+  }
+  for (int i = 0; i < 100; i++) {
+    memset(h, (w->id * 100 + i) & 0xff, 8192);
+    cudaMemcpyAsync(d, h, 8192, cudaMemcpyHostToDevice, s);
+    cudaMemsetAsync(h, 0, 8192, s);
+    cudaMemcpyAsync(h, d, 8192, cudaMemcpyDeviceToHost, s);
+    cudaStreamSynchronize(s);
+    for (int k = 0; k < 8192; k++)
+      if (h[k] != ((w->id * 100 + i) & 0xff)) w->bad = 1;
+  }
+  cudaFree(d);
+  cudaFreeHost(h);
+  cudaStreamDestroy(s);
+  return NULL;
+}
+
+Test(streams, two_threads_two_streams, .init = low_latency) {
+  pthread_t t[2];
+  worker_arg w[2] = {{1, 0}, {2, 0}};
+  for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, round_trips, &w[i]);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  cr_assert_eq(w[0].bad + w[1].bad, 0);
+}
+
+static gate g_exit_gate = GATE_INIT;
+static order_log g_exit_log;
+static order_item g_exit_item = {&g_exit_log, 3};
+
+static void *queue_and_exit(void *p) {
+  (void)p;
+  cudaLaunchHostFunc(cudaStreamPerThread, hf_gate_wait, &g_exit_gate);
+  cudaLaunchHostFunc(cudaStreamPerThread, hf_log, &g_exit_item);
+  return NULL; /* exits with work pending on its per-thread stream */
+}
+
+Test(streams, per_thread_stream_work_survives_thread_exit, .init = low_latency) {
+  pthread_t t;
+  pthread_create(&t, NULL, queue_and_exit, NULL);
+  pthread_join(t, NULL);
+  gate_open(&g_exit_gate);
+  CK(cudaDeviceSynchronize());
+  cr_assert_eq(atomic_load(&g_exit_log.n), 1);
+  cr_assert_eq(g_exit_log.seen[0], 3);
+}
