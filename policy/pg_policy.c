@@ -1,0 +1,435 @@
+/* pg_policy.c: option loading, the report path (dedup -> suppressions -> max_reports -> print),
+ * halting, and the exit summary. One mutex serializes the report path; the shim takes it across
+ * fork through pg_policy_atfork_*. Nothing here allocates: all storage is static. */
+#include "pg_policy.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pg_dedup.h"
+#include "pg_fmt.h"
+#include "pg_report_format.h"
+#include "pg_sink.h"
+#include "pg_suppress.h"
+#include "pg_symbolize.h"
+
+/* A program may define this (like __asan_default_options) to change the defaults; the
+ * environment still wins. Default visibility so the reference binds at run time to a definition
+ * in the executable (built with -rdynamic or --export-dynamic-symbol) or in a library. */
+extern const char *__pinguard_default_options(void) __attribute__((weak, visibility("default")));
+
+static pg_options_t opts;
+static atomic_int mode = PG_MODE_AUDIT;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static atomic_bool ready;
+
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_uintptr_t lock_owner; /* pthread_self() of the holder, for signal reentrancy */
+
+/* Everything below is guarded by report_lock. */
+static pg_policy_counts_t counts;
+static pg_dedup_t dedup;
+static pg_suppressions_t supp;
+static bool limit_noted;
+static bool finished;
+static int finish_status = -1;
+static char out_storage[128 * 1024];
+static pg_symstack_t sym_access, sym_region, sym_gpu[PG_REPORT_MAX_GPU];
+static atomic_uint_fast64_t ignored; /* counted without the lock */
+
+static void write_stderr_line(void *ctx, const char *line) {
+  (void)ctx;
+  pg_write_all(2, line, strlen(line));
+  pg_write_all(2, "\n", 1);
+}
+
+static void print_config(void) {
+  char line[3 * PG_OPT_STR_MAX];
+  pg_buf_t b;
+  pg_buf_init(&b, line, sizeof line);
+  pg_buf_puts(&b, "pinguard: mode=");
+  pg_buf_puts(&b, pg_mode_name(opts.mode));
+  pg_buf_puts(&b, " log_path=");
+  pg_buf_puts(&b, opts.log_path.s[0] ? opts.log_path.s : "stderr");
+  pg_buf_puts(&b, " log_format=");
+  pg_buf_puts(&b, pg_log_format_name(opts.log_format));
+  pg_buf_puts(&b, " suppressions=");
+  pg_buf_u64(&b, supp.n);
+  pg_buf_puts(&b, " rules\n");
+  pg_write_all(2, line, b.len);
+}
+
+void pg_policy_configure(const char *program_defaults, const char *env) {
+  pg_options_set_defaults(&opts);
+  if (program_defaults)
+    pg_options_parse(&opts, program_defaults, "__pinguard_default_options", write_stderr_line,
+                     NULL);
+  if (env) pg_options_parse(&opts, env, "PINGUARD_OPTIONS", write_stderr_line, NULL);
+
+  memset(&counts, 0, sizeof counts);
+  atomic_store(&ignored, 0);
+  pg_dedup_clear(&dedup);
+  memset(&supp, 0, sizeof supp);
+  limit_noted = false;
+  finished = false;
+  finish_status = -1;
+  pg_sink_configure(opts.log_path.s);
+  if (opts.suppressions.s[0])
+    pg_supp_load_file(&supp, opts.suppressions.s, write_stderr_line, NULL);
+  if (opts.help) {
+    static char help[8192];
+    size_t n = pg_options_help(help, sizeof help);
+    pg_write_all(2, help, n);
+  }
+  if (opts.verbosity >= 1) print_config();
+  atomic_store(&mode, opts.mode);
+  atomic_store(&ready, true);
+}
+
+static void init_once_fn(void) {
+  if (atomic_load(&ready)) return; /* pg_policy_configure() ran first (tests, the launcher) */
+  const char *defaults = __pinguard_default_options ? __pinguard_default_options() : NULL;
+  pg_policy_configure(defaults, getenv("PINGUARD_OPTIONS"));
+}
+
+void pg_policy_init(void) { pthread_once(&init_once, init_once_fn); }
+
+const pg_options_t *pg_policy_options(void) {
+  if (!atomic_load_explicit(&ready, memory_order_acquire)) pg_policy_init();
+  return &opts;
+}
+
+pg_mode_t pg_policy_mode(void) {
+  if (!atomic_load_explicit(&ready, memory_order_acquire)) pg_policy_init();
+  return (pg_mode_t)atomic_load_explicit(&mode, memory_order_relaxed);
+}
+
+void pg_policy_note_wait(uint64_t ns) {
+  pg_stat_inc(PG_STAT_WAITS);
+  pg_stat_add(PG_STAT_WAIT_NS, ns);
+}
+
+/* ---- the report path ----------------------------------------------------------------------- */
+static void lock(void) {
+  pthread_mutex_lock(&report_lock);
+  atomic_store_explicit(&lock_owner, (uintptr_t)pthread_self(), memory_order_relaxed);
+}
+
+static void unlock(void) {
+  atomic_store_explicit(&lock_owner, 0, memory_order_relaxed);
+  pthread_mutex_unlock(&report_lock);
+}
+
+static void symbolize_all(const pg_report_t *r, pg_report_view_t *v) {
+  bool a2l = opts.symbolize && !(r->flags & PG_REPORT_FROM_SIGNAL);
+  unsigned depth = (unsigned)opts.stack_depth;
+  memset(v, 0, sizeof *v);
+  v->r = r;
+  v->pid = (int)getpid();
+  pg_symbolize_stack(r->access_stack, depth, a2l, &sym_access);
+  v->access = &sym_access;
+  pg_symbolize_stack(r->region.size ? r->region.stack : NULL, depth, a2l, &sym_region);
+  v->region = &sym_region;
+  for (unsigned i = 0; i < PG_REPORT_MAX_GPU; i++) {
+    pg_symbolize_stack(i < r->n_gpu && r->gpu ? r->gpu[i].stack : NULL, depth, a2l, &sym_gpu[i]);
+    v->gpu[i] = &sym_gpu[i];
+  }
+}
+
+static void emit(const char *s, size_t n) { pg_sink_write(s, n); }
+
+static void note_limit(void) {
+  if (limit_noted) return;
+  limit_noted = true;
+  char line[256];
+  pg_buf_t b;
+  pg_buf_init(&b, line, sizeof line);
+  if (opts.log_format == PG_FORMAT_JSON) {
+    pg_buf_puts(&b, "{\"type\":\"limit\",\"pid\":");
+    pg_buf_u64(&b, (uint64_t)getpid());
+    pg_buf_puts(&b, ",\"max_reports\":");
+    pg_buf_u64(&b, (uint64_t)opts.max_reports);
+    pg_buf_puts(&b, "}\n");
+  } else {
+    pg_buf_puts(&b, "pinguard: max_reports=");
+    pg_buf_u64(&b, (uint64_t)opts.max_reports);
+    pg_buf_puts(&b, " reached; further reports are counted but not printed\n");
+  }
+  emit(line, b.len);
+}
+
+pg_verdict_t pg_policy_report(const pg_report_t *r) {
+  if (pg_policy_mode() == PG_MODE_OFF || (unsigned)r->kind >= PG_KIND_COUNT) {
+    atomic_fetch_add(&ignored, 1);
+    return PG_VERDICT_IGNORED;
+  }
+  /* A signal handler that interrupted this thread's own report would deadlock on the lock. */
+  if (atomic_load_explicit(&lock_owner, memory_order_relaxed) == (uintptr_t)pthread_self()) {
+    atomic_fetch_add(&ignored, 1);
+    return PG_VERDICT_IGNORED;
+  }
+  lock();
+  pg_dedup_key_t key;
+  pg_dedup_entry_t *e = NULL;
+  bool is_new = true;
+  if (opts.dedup) {
+    pg_dedup_key_of(r, &key);
+    e = pg_dedup_lookup(&dedup, &key, &is_new);
+  }
+  if (e && !is_new) { /* the common case for a bug in a loop: no symbolization at all */
+    e->count++;
+    pg_verdict_t v;
+    if (e->rule >= 0) {
+      supp.rules[e->rule].hits++;
+      counts.suppressed++;
+      v = PG_VERDICT_SUPPRESSED;
+    } else {
+      counts.reports++;
+      if (e->id) {
+        v = PG_VERDICT_DUPLICATE;
+      } else {
+        counts.limited++;
+        v = PG_VERDICT_LIMITED;
+      }
+    }
+    unlock();
+    return v;
+  }
+
+  pg_report_view_t view;
+  symbolize_all(r, &view);
+  const pg_symstack_t *stacks[2 + PG_REPORT_MAX_GPU] = {view.access, view.region};
+  for (unsigned i = 0; i < PG_REPORT_MAX_GPU; i++) stacks[2 + i] = view.gpu[i];
+  int rule = pg_supp_match(&supp, (int)r->kind, stacks, 2 + PG_REPORT_MAX_GPU);
+  if (e) {
+    e->count = 1;
+    e->rule = rule;
+  }
+  if (rule >= 0) {
+    supp.rules[rule].hits++;
+    counts.suppressed++;
+    unlock();
+    return PG_VERDICT_SUPPRESSED;
+  }
+  counts.reports++;
+  counts.unique++;
+  if (opts.max_reports && counts.printed >= (uint64_t)opts.max_reports) {
+    counts.limited++;
+    note_limit();
+    unlock();
+    return PG_VERDICT_LIMITED;
+  }
+  view.id = (uint32_t)++counts.printed;
+  if (e) e->id = view.id;
+  pg_buf_t b;
+  pg_buf_init(&b, out_storage, sizeof out_storage);
+  if (opts.log_format == PG_FORMAT_JSON)
+    pg_report_format_json(&b, &view);
+  else
+    pg_report_format_text(&b, &view);
+  emit(b.p, b.len);
+  bool do_abort = opts.abort_on_error, do_halt = opts.halt_on_error;
+  int code = opts.exitcode;
+  unlock();
+
+  if (do_abort || do_halt) {
+    pg_policy_finish();
+    if (do_abort) abort();
+    _exit(code);
+  }
+  return PG_VERDICT_PRINTED;
+}
+
+pg_policy_counts_t pg_policy_counts(void) {
+  lock();
+  pg_policy_counts_t c = counts;
+  unlock();
+  c.ignored = atomic_load(&ignored);
+  return c;
+}
+
+unsigned pg_policy_suppression_count(void) {
+  lock();
+  unsigned n = supp.n;
+  unlock();
+  return n;
+}
+
+uint64_t pg_policy_suppression_hits(unsigned i) {
+  lock();
+  uint64_t h = i < supp.n ? supp.rules[i].hits : 0;
+  unlock();
+  return h;
+}
+
+/* ---- exit ---------------------------------------------------------------------------------- */
+static void put_json_head(pg_buf_t *b, const char *type) {
+  pg_buf_puts(b, "{\"type\":");
+  pg_buf_json_str(b, type);
+  pg_buf_puts(b, ",\"pid\":");
+  pg_buf_u64(b, (uint64_t)getpid());
+}
+
+static void print_summary_line(pg_buf_t *b) {
+  uint64_t waits = pg_stat_get(PG_STAT_WAITS), wait_ns = pg_stat_get(PG_STAT_WAIT_NS);
+  if (opts.log_format == PG_FORMAT_JSON) {
+    put_json_head(b, "summary");
+    pg_buf_puts(b, ",\"reports\":");
+    pg_buf_u64(b, counts.reports);
+    pg_buf_puts(b, ",\"suppressed\":");
+    pg_buf_u64(b, counts.suppressed);
+    pg_buf_puts(b, ",\"unique\":");
+    pg_buf_u64(b, counts.unique);
+    pg_buf_puts(b, ",\"printed\":");
+    pg_buf_u64(b, counts.printed);
+    pg_buf_puts(b, ",\"not_printed_max_reports\":");
+    pg_buf_u64(b, counts.limited);
+    pg_buf_puts(b, ",\"waits\":");
+    pg_buf_u64(b, waits);
+    pg_buf_puts(b, ",\"wait_ms\":");
+    pg_buf_ms_number(b, wait_ns);
+    pg_buf_puts(b, "}\n");
+  } else {
+    pg_buf_puts(b, "pinguard: ");
+    pg_buf_u64(b, counts.reports);
+    pg_buf_puts(b, counts.reports == 1 ? " report (" : " reports (");
+    pg_buf_u64(b, counts.suppressed);
+    pg_buf_puts(b, " suppressed), ");
+    pg_buf_u64(b, waits);
+    pg_buf_puts(b, waits == 1 ? " wait totalling " : " waits totalling ");
+    pg_buf_ms_number(b, wait_ns);
+    pg_buf_puts(b, " ms\n");
+  }
+}
+
+/* Reports printed once that happened again: the count a merged log needs. */
+static void print_repeats(pg_buf_t *b) {
+  for (size_t i = 0; i < PG_DEDUP_SLOTS; i++) {
+    const pg_dedup_entry_t *e = &dedup.slots[i];
+    if (!e->used || !e->id || e->count < 2) continue;
+    if (opts.log_format == PG_FORMAT_JSON) {
+      put_json_head(b, "repeat");
+      pg_buf_puts(b, ",\"id\":");
+      pg_buf_u64(b, e->id);
+      pg_buf_puts(b, ",\"kind\":");
+      pg_buf_json_str(b, pg_report_kind_name((pg_report_kind_t)e->key.kind));
+      pg_buf_puts(b, ",\"count\":");
+      pg_buf_u64(b, e->count);
+      pg_buf_puts(b, "}\n");
+    } else {
+      pg_buf_puts(b, "pinguard: report #");
+      pg_buf_u64(b, e->id);
+      pg_buf_puts(b, " (");
+      pg_buf_puts(b, pg_report_kind_name((pg_report_kind_t)e->key.kind));
+      pg_buf_puts(b, ") happened ");
+      pg_buf_u64(b, e->count);
+      pg_buf_puts(b, " times\n");
+    }
+    if (b->len > b->cap / 2) { /* flush in pieces: the table can hold thousands */
+      emit(b->p, b->len);
+      pg_buf_init(b, b->p, b->cap);
+    }
+  }
+}
+
+static void print_suppressions(pg_buf_t *b) {
+  for (unsigned i = 0; i < supp.n; i++) {
+    if (opts.log_format == PG_FORMAT_JSON) {
+      put_json_head(b, "suppression");
+      pg_buf_puts(b, ",\"rule\":");
+      pg_buf_json_str(b, supp.rules[i].text);
+      pg_buf_puts(b, ",\"hits\":");
+      pg_buf_u64(b, supp.rules[i].hits);
+      pg_buf_puts(b, "}\n");
+    } else {
+      pg_buf_puts(b, "pinguard: suppression '");
+      pg_buf_puts(b, supp.rules[i].text);
+      pg_buf_puts(b, "' matched ");
+      pg_buf_u64(b, supp.rules[i].hits);
+      pg_buf_puts(b, supp.rules[i].hits == 1 ? " time\n" : " times\n");
+    }
+  }
+}
+
+static void print_stats(pg_buf_t *b) {
+  if (opts.log_format == PG_FORMAT_JSON) {
+    put_json_head(b, "stats");
+    for (unsigned i = 0; i < PG_STAT_COUNT; i++) {
+      pg_buf_putc(b, ',');
+      pg_buf_json_str(b, pg_stat_name((pg_stat_t)i));
+      pg_buf_putc(b, ':');
+      pg_buf_u64(b, pg_stat_get((pg_stat_t)i));
+    }
+    pg_buf_puts(b, "}\n");
+    return;
+  }
+  pg_buf_puts(b, "pinguard: statistics:\n");
+  for (unsigned i = 0; i < PG_STAT_COUNT; i++) {
+    pg_buf_puts(b, "  ");
+    pg_buf_puts(b, pg_stat_name((pg_stat_t)i));
+    pg_buf_puts(b, ": ");
+    pg_buf_u64(b, pg_stat_get((pg_stat_t)i));
+    pg_buf_puts(b, " (");
+    pg_buf_puts(b, pg_stat_description((pg_stat_t)i));
+    pg_buf_puts(b, ")\n");
+  }
+}
+
+int pg_policy_finish(void) {
+  pg_policy_init();
+  lock();
+  if (finished) {
+    int s = finish_status;
+    unlock();
+    return s;
+  }
+  finished = true;
+  pg_buf_t b;
+  pg_buf_init(&b, out_storage, sizeof out_storage);
+  /* A process that never touched pinned memory and had nothing to say stays silent, so that
+   * preloading pinguard into non-CUDA programs changes nothing. */
+  bool active = counts.reports || counts.suppressed || pg_stats_any();
+  if (opts.mode != PG_MODE_OFF && active) {
+    print_repeats(&b);
+    if (counts.limited && opts.log_format == PG_FORMAT_TEXT) {
+      pg_buf_puts(&b, "pinguard: ");
+      pg_buf_u64(&b, counts.limited);
+      pg_buf_puts(&b, " reports not printed (max_reports=");
+      pg_buf_u64(&b, (uint64_t)opts.max_reports);
+      pg_buf_puts(&b, ")\n");
+    }
+    print_suppressions(&b);
+    if (opts.print_stats) print_stats(&b);
+    if (opts.print_summary) print_summary_line(&b);
+  }
+  if (b.len) emit(b.p, b.len);
+  finish_status = counts.reports > 0 && opts.exitcode != 0 ? opts.exitcode : -1;
+  pg_symbolize_shutdown();
+  int s = finish_status;
+  unlock();
+  return s;
+}
+
+/* ---- fork ---------------------------------------------------------------------------------- */
+void pg_policy_atfork_prepare(void) { lock(); }
+
+void pg_policy_atfork_parent(void) { unlock(); }
+
+void pg_policy_atfork_child(void) {
+  /* The child has its own pid, hence its own log file, and none of the parent's GPU work:
+   * its summary and exit status cover what it does itself. */
+  memset(&counts, 0, sizeof counts);
+  atomic_store(&ignored, 0);
+  pg_dedup_clear(&dedup);
+  for (unsigned i = 0; i < supp.n; i++) supp.rules[i].hits = 0;
+  limit_noted = false;
+  finished = false;
+  finish_status = -1;
+  pg_stats_reset();
+  pg_sink_forget();
+  pg_symbolize_forget();
+  unlock();
+}

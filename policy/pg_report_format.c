@@ -1,0 +1,396 @@
+/* pg_report_format.c: the text and JSON renderings of a report (conventions.md shows the text
+ * layout). Both use the same fields; JSON escapes every byte outside printable ASCII so that a
+ * log stays machine-readable whatever a symbol or path contains. */
+#include "pg_report_format.h"
+
+#include <string.h>
+
+/* Modules whose frames are never "the call site": the C library, the loader, pinguard itself and
+ * the CUDA runtime (real or simulated, which carries the same name). */
+static bool runtime_frame(const pg_frame_t *f) {
+  static const char *const prefixes[] = {"libc.so", "libc-", "ld-linux", "libpthread",
+                                         "libpinguard", "libcudart", "libcuda.so"};
+  const char *base = pg_frame_module_base(f);
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0) return true;
+  return false;
+}
+
+static const pg_frame_t *summary_frame(const pg_report_view_t *v) {
+  const pg_symstack_t *s = v->access && v->access->present && v->access->depth ? v->access : NULL;
+  if (!s && v->r->n_gpu && v->gpu[0] && v->gpu[0]->present && v->gpu[0]->depth) s = v->gpu[0];
+  if (!s) return NULL;
+  for (unsigned i = 0; i < s->depth; i++)
+    if (s->f[i].module[0] && !runtime_frame(&s->f[i])) return &s->f[i];
+  return &s->f[0];
+}
+
+/* "file:line", or "module+0xoff", or "0xpc". */
+static void put_location(pg_buf_t *b, const pg_frame_t *f) {
+  if (f->file[0] && f->line) {
+    pg_buf_puts(b, f->file);
+    pg_buf_putc(b, ':');
+    pg_buf_u64(b, f->line);
+  } else if (f->module[0]) {
+    pg_buf_puts(b, pg_frame_module_base(f));
+    pg_buf_putc(b, '+');
+    pg_buf_hex(b, f->module_offset);
+  } else {
+    pg_buf_hex(b, (uintptr_t)f->pc);
+  }
+}
+
+size_t pg_report_summary(const pg_report_view_t *v, char *out, size_t cap) {
+  if (cap > PG_SUMMARY_MAX + 1) cap = PG_SUMMARY_MAX + 1;
+  pg_buf_t b;
+  pg_buf_init(&b, out, cap);
+  pg_buf_puts(&b, "SUMMARY: pinguard: ");
+  pg_buf_puts(&b, pg_report_kind_name(v->r->kind));
+  const pg_frame_t *f = summary_frame(v);
+  if (f) {
+    pg_buf_putc(&b, ' ');
+    put_location(&b, f);
+    if (f->function[0]) {
+      pg_buf_puts(&b, " in ");
+      pg_buf_puts(&b, f->function);
+    }
+  }
+  if (b.overflow && cap > 4) { /* a cut summary ends in "..." so the cut is visible */
+    memcpy(out + cap - 4, "...", 4);
+    b.len = cap - 1;
+  }
+  return b.len;
+}
+
+/* ---- text ---------------------------------------------------------------------------------- */
+static void put_thread(pg_buf_t *b, uint32_t tid) {
+  pg_buf_puts(b, "thread T");
+  pg_buf_u64(b, tid);
+}
+
+static void put_text_stack(pg_buf_t *b, const pg_symstack_t *s) {
+  if (!s || !s->present || !s->depth) {
+    pg_buf_puts(b, "    <no stack recorded>\n");
+    return;
+  }
+  for (unsigned i = 0; i < s->depth; i++) {
+    const pg_frame_t *f = &s->f[i];
+    pg_buf_puts(b, "    #");
+    pg_buf_u64(b, i);
+    pg_buf_putc(b, ' ');
+    pg_buf_hex(b, (uintptr_t)f->pc);
+    if (f->function[0]) {
+      pg_buf_puts(b, " in ");
+      pg_buf_puts(b, f->function);
+    }
+    if (f->file[0] && f->line) {
+      pg_buf_putc(b, ' ');
+      put_location(b, f);
+    } else if (f->module[0]) {
+      pg_buf_puts(b, " (");
+      put_location(b, f);
+      pg_buf_putc(b, ')');
+    }
+    pg_buf_putc(b, '\n');
+  }
+}
+
+static void put_gpu_text(pg_buf_t *b, const pg_gpu_access_t *g, const pg_symstack_t *s) {
+  pg_buf_puts(b, "  in-flight GPU access: ");
+  if (g->is_kernel) pg_buf_puts(b, "kernel ");
+  pg_buf_puts(b, g->what ? g->what : "(unnamed)");
+  pg_buf_puts(b, " (");
+  pg_buf_puts(b, pg_dir_name(g->dir));
+  if (g->len) {
+    pg_buf_puts(b, ", ");
+    pg_buf_u64(b, g->len);
+    pg_buf_puts(b, " bytes at ");
+    pg_buf_hex(b, g->addr);
+  } else {
+    pg_buf_puts(b, ", unknown extent");
+  }
+  pg_buf_puts(b, ") on stream ");
+  pg_buf_hex(b, (uintptr_t)g->stream);
+  pg_buf_puts(b, ", enqueued ");
+  pg_buf_duration(b, g->age_ns);
+  pg_buf_puts(b, " ago");
+  if (g->stack) {
+    pg_buf_puts(b, " by ");
+    put_thread(b, g->stack->tid);
+  }
+  pg_buf_puts(b, ":\n");
+  put_text_stack(b, s);
+}
+
+static void put_action_text(pg_buf_t *b, const pg_report_t *r) {
+  const char *verb = pg_report_kind_verb(r->kind);
+  switch (r->action) {
+    case PG_ACTION_NONE:
+      pg_buf_puts(b, "  audit: no wait; the ");
+      pg_buf_puts(b, verb);
+      pg_buf_puts(b, " went ahead\n");
+      break;
+    case PG_ACTION_WAITED:
+      pg_buf_puts(b, "  enforce: waited ");
+      pg_buf_duration(b, r->waited_ns);
+      pg_buf_puts(b, r->n_gpu > 1 ? " for those accesses" : " for that access");
+      pg_buf_puts(b, ", then allowed the ");
+      pg_buf_puts(b, verb);
+      pg_buf_putc(b, '\n');
+      break;
+    case PG_ACTION_NOT_WAITED_CAPTURE:
+      pg_buf_puts(b, "  enforce: the stream is capturing, so no wait was possible; the ");
+      pg_buf_puts(b, verb);
+      pg_buf_puts(b, " went ahead\n");
+      break;
+  }
+}
+
+void pg_report_format_text(pg_buf_t *b, const pg_report_view_t *v) {
+  const pg_report_t *r = v->r;
+  size_t start = b->len;
+  pg_buf_puts(b, "==");
+  pg_buf_u64(b, (uint64_t)v->pid);
+  pg_buf_puts(b, "==pinguard: ERROR: ");
+  pg_buf_puts(b, pg_report_kind_name(r->kind));
+  pg_buf_puts(b, " on ");
+  pg_buf_hex(b, r->addr);
+  pg_buf_puts(b, " (");
+  if (r->region.size) {
+    pg_buf_size(b, r->region.size);
+    pg_buf_puts(b, " pinned, offset ");
+    pg_buf_hex(b, r->addr - r->region.base);
+  } else {
+    pg_buf_puts(b, "no known pinned region");
+  }
+  if (r->len) {
+    pg_buf_puts(b, ", ");
+    pg_buf_u64(b, r->len);
+    pg_buf_puts(b, r->len == 1 ? " byte" : " bytes");
+  }
+  pg_buf_puts(b, ")\n");
+
+  pg_buf_puts(b, "  ");
+  pg_buf_puts(b, r->access_what ? r->access_what : "access");
+  if (r->access_stack) {
+    pg_buf_puts(b, " (");
+    put_thread(b, r->access_stack->tid);
+    pg_buf_putc(b, ')');
+  }
+  pg_buf_puts(b, ":\n");
+  put_text_stack(b, v->access);
+
+  unsigned shown = r->n_gpu < PG_REPORT_MAX_GPU ? r->n_gpu : PG_REPORT_MAX_GPU;
+  for (unsigned i = 0; i < shown && r->gpu; i++) put_gpu_text(b, &r->gpu[i], v->gpu[i]);
+  if (r->n_gpu > shown) {
+    pg_buf_puts(b, "  ... and ");
+    pg_buf_u64(b, r->n_gpu - shown);
+    pg_buf_puts(b, " more in-flight GPU accesses\n");
+  }
+
+  if (r->region.size) {
+    pg_buf_puts(b, "  buffer ");
+    pg_buf_hex(b, r->region.base);
+    pg_buf_puts(b, " (");
+    pg_buf_size(b, r->region.size);
+    pg_buf_puts(b, ") pinned by ");
+    pg_buf_puts(b, pg_pin_how_name(r->region.how));
+    if (r->region.stack) {
+      pg_buf_puts(b, " (");
+      put_thread(b, r->region.stack->tid);
+      pg_buf_putc(b, ')');
+    }
+    pg_buf_puts(b, ":\n");
+    put_text_stack(b, v->region);
+  }
+  put_action_text(b, r);
+
+  char summary[PG_SUMMARY_MAX + 1];
+  pg_report_summary(v, summary, sizeof summary);
+  pg_buf_puts(b, summary);
+  pg_buf_putc(b, '\n');
+
+  if (b->overflow) { /* keep the head, and say that the rest is missing */
+    static const char cut[] = "\n[report truncated]\n";
+    size_t keep = b->cap - sizeof cut;
+    if (keep < start) keep = start;
+    b->len = keep;
+    b->p[keep] = '\0';
+    b->overflow = false;
+    pg_buf_puts(b, cut);
+    b->overflow = true;
+  }
+}
+
+/* ---- json ---------------------------------------------------------------------------------- */
+static void json_key(pg_buf_t *b, const char *k) {
+  pg_buf_json_str(b, k);
+  pg_buf_putc(b, ':');
+}
+
+static void json_hex(pg_buf_t *b, uint64_t v) {
+  pg_buf_putc(b, '"');
+  pg_buf_hex(b, v);
+  pg_buf_putc(b, '"');
+}
+
+static void json_stack(pg_buf_t *b, const pg_symstack_t *s, bool with_frames) {
+  pg_buf_putc(b, '[');
+  for (unsigned i = 0; with_frames && s && s->present && i < s->depth; i++) {
+    const pg_frame_t *f = &s->f[i];
+    if (i) pg_buf_putc(b, ',');
+    pg_buf_putc(b, '{');
+    json_key(b, "pc");
+    json_hex(b, (uintptr_t)f->pc);
+    pg_buf_putc(b, ',');
+    json_key(b, "module");
+    pg_buf_json_str(b, f->module);
+    pg_buf_putc(b, ',');
+    json_key(b, "offset");
+    json_hex(b, f->module_offset);
+    pg_buf_putc(b, ',');
+    json_key(b, "function");
+    pg_buf_json_str(b, f->function);
+    pg_buf_putc(b, ',');
+    json_key(b, "file");
+    pg_buf_json_str(b, f->file);
+    pg_buf_putc(b, ',');
+    json_key(b, "line");
+    pg_buf_u64(b, f->line);
+    pg_buf_putc(b, '}');
+  }
+  pg_buf_putc(b, ']');
+}
+
+static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
+  const pg_report_t *r = v->r;
+  pg_buf_putc(b, '{');
+  json_key(b, "type");
+  pg_buf_json_str(b, "report");
+  pg_buf_putc(b, ',');
+  json_key(b, "pid");
+  pg_buf_u64(b, (uint64_t)v->pid);
+  pg_buf_putc(b, ',');
+  json_key(b, "id");
+  pg_buf_u64(b, v->id);
+  pg_buf_putc(b, ',');
+  json_key(b, "kind");
+  pg_buf_json_str(b, pg_report_kind_name(r->kind));
+  pg_buf_putc(b, ',');
+  json_key(b, "addr");
+  json_hex(b, r->addr);
+  pg_buf_putc(b, ',');
+  json_key(b, "len");
+  pg_buf_u64(b, r->len);
+
+  pg_buf_putc(b, ',');
+  json_key(b, "region");
+  if (r->region.size) {
+    pg_buf_putc(b, '{');
+    json_key(b, "base");
+    json_hex(b, r->region.base);
+    pg_buf_putc(b, ',');
+    json_key(b, "size");
+    pg_buf_u64(b, r->region.size);
+    pg_buf_putc(b, ',');
+    json_key(b, "offset");
+    pg_buf_u64(b, r->addr - r->region.base);
+    pg_buf_putc(b, ',');
+    json_key(b, "pinned_by");
+    pg_buf_json_str(b, pg_pin_how_name(r->region.how));
+    pg_buf_putc(b, ',');
+    json_key(b, "thread");
+    pg_buf_u64(b, r->region.stack ? r->region.stack->tid : 0);
+    pg_buf_putc(b, ',');
+    json_key(b, "stack");
+    json_stack(b, v->region, frames);
+    pg_buf_putc(b, '}');
+  } else {
+    pg_buf_puts(b, "null");
+  }
+
+  pg_buf_putc(b, ',');
+  json_key(b, "access");
+  pg_buf_putc(b, '{');
+  json_key(b, "what");
+  pg_buf_json_str(b, r->access_what ? r->access_what : "access");
+  pg_buf_putc(b, ',');
+  json_key(b, "thread");
+  pg_buf_u64(b, r->access_stack ? r->access_stack->tid : 0);
+  pg_buf_putc(b, ',');
+  json_key(b, "stack");
+  json_stack(b, v->access, frames);
+  pg_buf_putc(b, '}');
+
+  pg_buf_putc(b, ',');
+  json_key(b, "gpu");
+  pg_buf_putc(b, '[');
+  unsigned shown = r->n_gpu < PG_REPORT_MAX_GPU ? r->n_gpu : PG_REPORT_MAX_GPU;
+  for (unsigned i = 0; i < shown && r->gpu; i++) {
+    const pg_gpu_access_t *g = &r->gpu[i];
+    if (i) pg_buf_putc(b, ',');
+    pg_buf_putc(b, '{');
+    json_key(b, "what");
+    pg_buf_json_str(b, g->what ? g->what : "");
+    pg_buf_putc(b, ',');
+    json_key(b, "kernel");
+    pg_buf_puts(b, g->is_kernel ? "true" : "false");
+    pg_buf_putc(b, ',');
+    json_key(b, "direction");
+    pg_buf_json_str(b, pg_dir_name(g->dir));
+    pg_buf_putc(b, ',');
+    json_key(b, "addr");
+    json_hex(b, g->addr);
+    pg_buf_putc(b, ',');
+    json_key(b, "len");
+    pg_buf_u64(b, g->len);
+    pg_buf_putc(b, ',');
+    json_key(b, "stream");
+    json_hex(b, (uintptr_t)g->stream);
+    pg_buf_putc(b, ',');
+    json_key(b, "age_ms");
+    pg_buf_ms_number(b, g->age_ns);
+    pg_buf_putc(b, ',');
+    json_key(b, "thread");
+    pg_buf_u64(b, g->stack ? g->stack->tid : 0);
+    pg_buf_putc(b, ',');
+    json_key(b, "stack");
+    json_stack(b, v->gpu[i], frames);
+    pg_buf_putc(b, '}');
+  }
+  pg_buf_putc(b, ']');
+  pg_buf_putc(b, ',');
+  json_key(b, "gpu_total");
+  pg_buf_u64(b, r->n_gpu);
+
+  pg_buf_putc(b, ',');
+  json_key(b, "action");
+  pg_buf_json_str(b, r->action == PG_ACTION_WAITED               ? "waited"
+                     : r->action == PG_ACTION_NOT_WAITED_CAPTURE ? "not-waited-capturing"
+                                                                 : "none");
+  pg_buf_putc(b, ',');
+  json_key(b, "waited_ms");
+  pg_buf_ms_number(b, r->waited_ns);
+
+  char summary[PG_SUMMARY_MAX + 1];
+  pg_report_summary(v, summary, sizeof summary);
+  pg_buf_putc(b, ',');
+  json_key(b, "summary");
+  pg_buf_json_str(b, summary);
+  if (!frames) {
+    pg_buf_putc(b, ',');
+    json_key(b, "truncated");
+    pg_buf_puts(b, "true");
+  }
+  pg_buf_puts(b, "}\n");
+}
+
+void pg_report_format_json(pg_buf_t *b, const pg_report_view_t *v) {
+  size_t start = b->len;
+  json_body(b, v, true);
+  if (!b->overflow) return;
+  b->len = start;
+  b->p[start] = '\0';
+  b->overflow = false;
+  json_body(b, v, false);
+}

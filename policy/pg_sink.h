@@ -1,0 +1,18 @@
+/* pg_sink.h: where reports go: stderr, stdout, or <log_path>.<pid>, opened on first use.
+ * Callers serialize (the report lock). Writes use the raw write system call so that the shim's
+ * own write(2) interceptor never sees pinguard's output. */
+#ifndef PG_SINK_H
+#define PG_SINK_H
+
+#include <stddef.h>
+
+/* "" or "stderr": fd 2; "stdout": fd 1; anything else: <path>.<pid>, created lazily. */
+void pg_sink_configure(const char *log_path);
+void pg_sink_write(const char *s, size_t n);
+/* In a fork child: drop the parent's file so the child opens its own <path>.<childpid>. */
+void pg_sink_forget(void);
+void pg_sink_close(void);
+/* Writes n bytes to fd, retrying short writes and EINTR. */
+void pg_write_all(int fd, const char *s, size_t n);
+
+#endif /* PG_SINK_H */

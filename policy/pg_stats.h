@@ -1,0 +1,40 @@
+/* pg_stats.h: process-wide counters that the shim, tracker and guard code bump and that policy
+ * prints at exit (print_stats=1). Relaxed atomics, one cache line each, so bumping a counter on
+ * the per-copy path costs no lock and no false sharing. */
+#ifndef PG_STATS_H
+#define PG_STATS_H
+
+#include <stdint.h>
+
+/* X(ID, "name", "description"). Append only: names appear in JSON stats lines. */
+#define PG_STATS(X)                                                                     \
+  X(REGIONS_PINNED, "regions_pinned", "pinned regions registered")                      \
+  X(REGIONS_DISCOVERED, "regions_discovered", "regions found by cudaPointerGetAttributes") \
+  X(COPIES_TRACKED, "copies_tracked", "asynchronous copies touching pinned host memory")   \
+  X(KERNELS_TRACKED, "kernels_tracked", "kernel launches holding pinned host pointers")   \
+  X(KERNELS_UNSCANNED, "kernels_unscanned", "kernel launches without parameter info")     \
+  X(ACCESSES_RETIRED, "accesses_retired", "in-flight accesses seen complete")             \
+  X(CONFLICTS, "conflicts", "conflicting accesses found (reported or not)")              \
+  X(WAITS, "waits", "enforce waits on conflicting GPU work")                              \
+  X(WAIT_NS, "wait_ns", "total time spent in enforce waits, in ns")                      \
+  X(CAPTURE_SKIPS, "capture_skips", "waits skipped because the stream was capturing")     \
+  X(GUARD_PROTECTS, "guard_protects", "guard-page protections applied")                   \
+  X(GUARD_FAULTS, "guard_faults", "CPU accesses caught by guard pages")
+
+typedef enum pg_stat {
+#define PG_STAT_ENUM(id, name, desc) PG_STAT_##id,
+  PG_STATS(PG_STAT_ENUM)
+#undef PG_STAT_ENUM
+  PG_STAT_COUNT
+} pg_stat_t;
+
+void pg_stat_add(pg_stat_t s, uint64_t n);
+static inline void pg_stat_inc(pg_stat_t s) { pg_stat_add(s, 1); }
+uint64_t pg_stat_get(pg_stat_t s);
+const char *pg_stat_name(pg_stat_t s);
+const char *pg_stat_description(pg_stat_t s);
+/* True when any counter is non-zero, i.e. the process did something pinguard tracks. */
+int pg_stats_any(void);
+void pg_stats_reset(void); /* fork child, tests */
+
+#endif /* PG_STATS_H */

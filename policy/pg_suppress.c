@@ -1,0 +1,229 @@
+/* pg_suppress.c: parsing suppression files and matching their rules against report stacks.
+ * Files are read with open/read into a fixed window (no stdio, no malloc) because they are
+ * loaded during startup, possibly before the program's allocator is ready. */
+#include "pg_suppress.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pg_fmt.h"
+#include "pg_report.h"
+
+static void supp_warn(pg_warn_fn warn, void *ctx, const char *source, unsigned lineno,
+                      const char *what, const char *line, size_t n) {
+  char buf[512];
+  pg_buf_t b;
+  pg_buf_init(&b, buf, sizeof buf);
+  pg_buf_puts(&b, "pinguard: WARNING: suppressions ");
+  pg_buf_puts(&b, source ? source : "(text)");
+  if (lineno) {
+    pg_buf_putc(&b, ':');
+    pg_buf_u64(&b, lineno);
+  }
+  pg_buf_puts(&b, ": ");
+  pg_buf_puts(&b, what);
+  if (line) {
+    pg_buf_puts(&b, " '");
+    pg_buf_escaped(&b, line, n, 80);
+    pg_buf_putc(&b, '\'');
+  }
+  pg_buf_puts(&b, "; ignored");
+  if (warn) {
+    warn(ctx, buf);
+  } else {
+    pg_buf_putc(&b, '\n');
+    ssize_t w = write(2, buf, b.len);
+    (void)w;
+  }
+}
+
+static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+/* One line, without its newline. Returns 1 if it produced a warning. */
+static int parse_line(pg_suppressions_t *s, const char *line, size_t n, const char *source,
+                      unsigned lineno, pg_warn_fn warn, void *ctx) {
+  while (n && is_blank(*line)) line++, n--;
+  while (n && is_blank(line[n - 1])) n--;
+  if (n == 0 || line[0] == '#') return 0;
+  const char *colon = memchr(line, ':', n);
+  if (!colon) {
+    supp_warn(warn, ctx, source, lineno, "expected kind:pattern, got", line, n);
+    return 1;
+  }
+  size_t kn = (size_t)(colon - line);
+  while (kn && is_blank(line[kn - 1])) kn--;
+  const char *pat = colon + 1;
+  size_t pn = n - (size_t)(pat - line);
+  while (pn && is_blank(*pat)) pat++, pn--;
+  int kind;
+  if (kn == 1 && line[0] == '*') {
+    kind = -1;
+  } else if ((kind = pg_report_kind_from_name(line, kn)) < 0) {
+    supp_warn(warn, ctx, source, lineno, "unknown report kind in", line, n);
+    return 1;
+  }
+  if (pn == 0) {
+    supp_warn(warn, ctx, source, lineno, "empty pattern in", line, n);
+    return 1;
+  }
+  if (pn >= PG_SUPP_PATTERN_MAX) {
+    supp_warn(warn, ctx, source, lineno, "pattern longer than 255 bytes in", line, n);
+    return 1;
+  }
+  if (s->n >= PG_SUPP_MAX_RULES) {
+    supp_warn(warn, ctx, source, lineno, "more than 256 rules, from", line, n);
+    return 1;
+  }
+  pg_supp_rule_t *r = &s->rules[s->n++];
+  r->kind = kind;
+  r->hits = 0;
+  memcpy(r->pattern, pat, pn);
+  r->pattern[pn] = '\0';
+  pg_buf_t b;
+  pg_buf_init(&b, r->text, sizeof r->text);
+  pg_buf_puts(&b, kind < 0 ? "*" : pg_report_kind_name(kind));
+  pg_buf_putc(&b, ':');
+  pg_buf_puts(&b, r->pattern);
+  return 0;
+}
+
+int pg_supp_parse(pg_suppressions_t *s, const char *text, size_t n, const char *source,
+                  pg_warn_fn warn, void *ctx) {
+  int warnings = 0;
+  unsigned lineno = 0;
+  size_t i = 0;
+  while (i < n) {
+    const char *nl = memchr(text + i, '\n', n - i);
+    size_t len = nl ? (size_t)(nl - (text + i)) : n - i;
+    warnings += parse_line(s, text + i, len, source, ++lineno, warn, ctx);
+    i += len + 1;
+  }
+  return warnings;
+}
+
+int pg_supp_load_file(pg_suppressions_t *s, const char *path, pg_warn_fn warn, void *ctx) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    supp_warn(warn, ctx, path, 0, "cannot open the file", NULL, 0);
+    return -1;
+  }
+  /* Lines are parsed from a sliding window; a line longer than the window is reported. */
+  char win[4096];
+  size_t have = 0;
+  unsigned lineno = 0;
+  int warnings = 0;
+  bool eof = false, skipping = false;
+  while (!eof || have) {
+    if (!eof && have < sizeof win) {
+      ssize_t r = read(fd, win + have, sizeof win - have);
+      if (r < 0) {
+        supp_warn(warn, ctx, path, lineno, "read error", NULL, 0);
+        warnings++;
+        break;
+      }
+      if (r == 0) eof = true;
+      have += (size_t)r;
+    }
+    char *nl = memchr(win, '\n', have);
+    size_t len;
+    if (nl) {
+      len = (size_t)(nl - win);
+    } else if (eof || have == sizeof win) {
+      len = have;
+    } else {
+      continue;
+    }
+    if (!nl && !eof) { /* no newline in a full window: the line is too long */
+      if (!skipping) {
+        supp_warn(warn, ctx, path, lineno + 1, "line longer than 4096 bytes:", win, 60);
+        warnings++;
+      }
+      skipping = true;
+      have = 0;
+      continue;
+    }
+    if (skipping) {
+      skipping = false;
+      lineno++;
+    } else {
+      warnings += parse_line(s, win, len, path, ++lineno, warn, ctx);
+    }
+    size_t used = nl ? len + 1 : len;
+    memmove(win, win + used, have - used);
+    have -= used;
+  }
+  close(fd);
+  return warnings;
+}
+
+/* Glob with '*' only, over p[0..pn) and str; both ends anchored (callers add the '*'s). */
+static bool glob(const char *p, size_t pn, const char *str) {
+  size_t pi = 0, star_p = (size_t)-1;
+  const char *si = str, *star_s = NULL;
+  while (*si) {
+    if (pi < pn && p[pi] == '*') {
+      star_p = pi++;
+      star_s = si;
+    } else if (pi < pn && p[pi] == *si) {
+      pi++;
+      si++;
+    } else if (star_s) {
+      pi = star_p + 1;
+      si = ++star_s;
+    } else {
+      return false;
+    }
+  }
+  while (pi < pn && p[pi] == '*') pi++;
+  return pi == pn;
+}
+
+bool pg_supp_pattern_match(const char *pattern, const char *str) {
+  if (!pattern || !str) return false;
+  size_t pn = strlen(pattern);
+  bool start = pn && pattern[0] == '^';
+  if (start) pattern++, pn--;
+  bool end = pn && pattern[pn - 1] == '$';
+  if (end) pn--;
+  if (start && end) return glob(pattern, pn, str);
+  /* Unanchored sides behave as if the pattern had a '*' there. */
+  char tmp[PG_SUPP_PATTERN_MAX + 2];
+  if (pn > PG_SUPP_PATTERN_MAX - 1) return false;
+  size_t tn = 0;
+  if (!start) tmp[tn++] = '*';
+  memcpy(tmp + tn, pattern, pn);
+  tn += pn;
+  if (!end) tmp[tn++] = '*';
+  return glob(tmp, tn, str);
+}
+
+static bool frame_matches(const char *pat, const pg_frame_t *f) {
+  if (f->function[0] && pg_supp_pattern_match(pat, f->function)) return true;
+  if (f->file[0]) {
+    const char *base = strrchr(f->file, '/');
+    if (pg_supp_pattern_match(pat, f->file)) return true;
+    if (base && pg_supp_pattern_match(pat, base + 1)) return true;
+  }
+  if (f->module[0]) {
+    if (pg_supp_pattern_match(pat, f->module)) return true;
+    const char *base = pg_frame_module_base(f);
+    if (base != f->module && pg_supp_pattern_match(pat, base)) return true;
+  }
+  return false;
+}
+
+int pg_supp_match(const pg_suppressions_t *s, int kind, const pg_symstack_t *const *stacks,
+                  size_t nstacks) {
+  for (unsigned r = 0; r < s->n; r++) {
+    const pg_supp_rule_t *rule = &s->rules[r];
+    if (rule->kind >= 0 && rule->kind != kind) continue;
+    for (size_t i = 0; i < nstacks; i++) {
+      const pg_symstack_t *st = stacks[i];
+      if (!st || !st->present) continue;
+      for (unsigned f = 0; f < st->depth; f++)
+        if (frame_matches(rule->pattern, &st->f[f])) return (int)r;
+    }
+  }
+  return -1;
+}

@@ -1,0 +1,264 @@
+/* pg_symbolize.c: dladdr() symbolization plus an optional addr2line helper per module.
+ * The helpers are started with vfork+execve (no atfork handlers run, so the report lock held by
+ * the caller cannot deadlock) and talk over a socketpair written with MSG_NOSIGNAL, so a helper
+ * that dies can never kill the process with SIGPIPE. Any failure disables addr2line quietly. */
+#include "pg_symbolize.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pg_fmt.h"
+
+extern char **environ;
+
+#define HELPERS_MAX 8
+#define HELPER_TIMEOUT_MS 10000 /* first lookups in a big library load all of its debug info */
+
+typedef struct helper {
+  pid_t pid;
+  int fd;
+  unsigned long last_use;
+  char module[256];
+} helper_t;
+
+static helper_t helpers[HELPERS_MAX];
+static unsigned long use_clock;
+static int addr2line_state; /* 0 unknown, 1 found, -1 missing or broken */
+static char addr2line_path[256];
+
+static void copy_str(char *dst, size_t cap, const char *src) {
+  size_t n = src ? strlen(src) : 0;
+  if (n >= cap) n = cap - 1;
+  if (n) memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
+static bool find_addr2line(void) {
+  if (addr2line_state) return addr2line_state > 0;
+  addr2line_state = -1;
+  static const char *fixed[] = {"/usr/bin/addr2line", "/bin/addr2line",
+                                "/usr/local/bin/addr2line"};
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+    if (access(fixed[i], X_OK) == 0) {
+      copy_str(addr2line_path, sizeof addr2line_path, fixed[i]);
+      addr2line_state = 1;
+      return true;
+    }
+  }
+  const char *path = getenv("PATH");
+  while (path && *path) {
+    const char *end = strchr(path, ':');
+    size_t n = end ? (size_t)(end - path) : strlen(path);
+    if (n && n + sizeof "/addr2line" < sizeof addr2line_path) {
+      memcpy(addr2line_path, path, n);
+      memcpy(addr2line_path + n, "/addr2line", sizeof "/addr2line");
+      if (access(addr2line_path, X_OK) == 0) {
+        addr2line_state = 1;
+        return true;
+      }
+    }
+    path = end ? end + 1 : NULL;
+  }
+  return false;
+}
+
+static void helper_stop(helper_t *h) {
+  if (h->pid <= 0) return;
+  close(h->fd);
+  kill(h->pid, SIGKILL);
+  waitpid(h->pid, NULL, 0);
+  h->pid = 0;
+}
+
+static helper_t *helper_start(helper_t *h, const char *module) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return NULL;
+
+  /* argv/envp are built before vfork: the child may only exec or _exit. The helper must not run
+   * with pinguard preloaded into it, so LD_PRELOAD is dropped from its environment. */
+  char *argv[] = {addr2line_path, "-f", "-C", "-e", (char *)module, NULL};
+  char *envp[64];
+  size_t ne = 0;
+  for (char **e = environ; e && *e && ne < 63; e++)
+    if (strncmp(*e, "LD_PRELOAD=", 11) != 0) envp[ne++] = *e;
+  envp[ne] = NULL; /* a helper needs no more than the first 63 variables */
+  int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC); /* its complaints are not ours */
+
+  pid_t pid = vfork();
+  if (pid == 0) {
+    if (dup2(sv[1], 0) < 0 || dup2(sv[1], 1) < 0) _exit(127);
+    if (devnull >= 0) dup2(devnull, 2);
+    execve(addr2line_path, argv, envp);
+    _exit(127);
+  }
+  if (devnull >= 0) close(devnull);
+  close(sv[1]);
+  if (pid < 0) {
+    close(sv[0]);
+    return NULL;
+  }
+  h->pid = pid;
+  h->fd = sv[0];
+  copy_str(h->module, sizeof h->module, module);
+  return h;
+}
+
+/* The running helper for module, or a new one. NULL when the module already failed once (it is
+ * then left to dladdr until its slot is reused) or no process could be started. */
+static helper_t *helper_for(const char *module) {
+  helper_t *free_slot = NULL, *oldest = &helpers[0];
+  for (size_t i = 0; i < HELPERS_MAX; i++) {
+    helper_t *h = &helpers[i];
+    if (h->module[0] && strcmp(h->module, module) == 0) return h->pid > 0 ? h : NULL;
+    if (!h->module[0] && !free_slot) free_slot = h;
+    if (h->last_use < oldest->last_use) oldest = h;
+  }
+  if (!free_slot) {
+    helper_stop(oldest);
+    oldest->module[0] = '\0';
+    free_slot = oldest;
+  }
+  helper_t *h = helper_start(free_slot, module);
+  if (!h) addr2line_state = -1; /* cannot fork or make sockets: stop trying altogether */
+  return h;
+}
+
+/* Reads exactly two lines (function, file:line) or fails. */
+static bool read_two_lines(int fd, char *buf, size_t cap) {
+  size_t len = 0, lines = 0;
+  while (lines < 2) {
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, HELPER_TIMEOUT_MS) <= 0) return false;
+    if (len + 1 >= cap) return false;
+    ssize_t n = read(fd, buf + len, cap - 1 - len);
+    if (n <= 0) return false;
+    for (ssize_t i = 0; i < n; i++) lines += buf[len + (size_t)i] == '\n';
+    len += (size_t)n;
+  }
+  buf[len] = '\0';
+  return true;
+}
+
+static bool ask_addr2line(const char *module, uintptr_t addr, pg_frame_t *f) {
+  helper_t *h = helper_for(module);
+  if (!h) return false;
+  h->last_use = ++use_clock;
+  char q[24];
+  pg_buf_t b;
+  pg_buf_init(&b, q, sizeof q);
+  pg_buf_hex(&b, addr);
+  pg_buf_putc(&b, '\n');
+  char reply[1024];
+  if (send(h->fd, q, b.len, MSG_NOSIGNAL) != (ssize_t)b.len ||
+      !read_two_lines(h->fd, reply, sizeof reply)) {
+    helper_stop(h); /* keeps h->module: the module is not retried until its slot is reused */
+    return false;
+  }
+  char *nl = strchr(reply, '\n');
+  *nl = '\0';
+  char *loc = nl + 1;
+  loc[strcspn(loc, "\n")] = '\0';
+  if (strcmp(reply, "??") != 0) copy_str(f->function, sizeof f->function, reply);
+  char *colon = strrchr(loc, ':');
+  if (colon && strncmp(loc, "??", 2) != 0) {
+    unsigned line = 0;
+    for (char *c = colon + 1; *c >= '0' && *c <= '9'; c++) line = line * 10 + (unsigned)(*c - '0');
+    if (line) {
+      *colon = '\0';
+      copy_str(f->file, sizeof f->file, loc);
+      f->line = line;
+    }
+  }
+  return true;
+}
+
+static int first_module_cb(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  *(uintptr_t *)data = info->dlpi_addr;
+  return 1; /* the first entry is the main program */
+}
+
+/* The path addr2line needs for a module: dladdr names the main program by argv[0], which may be
+ * relative or stale, so use the /proc link to the executable for it. */
+static void helper_path(const Dl_info *di, char *out, size_t cap) {
+  static uintptr_t main_base;
+  static bool main_known;
+  if (!main_known) {
+    dl_iterate_phdr(first_module_cb, &main_base);
+    main_known = true;
+  }
+  const ElfW(Ehdr) *eh = di->dli_fbase;
+  bool is_main = eh->e_type == ET_EXEC || (uintptr_t)di->dli_fbase == main_base ||
+                 !di->dli_fname || !strchr(di->dli_fname, '/');
+  if (!is_main) {
+    copy_str(out, cap, di->dli_fname);
+    return;
+  }
+  /* /proc/<pid>/exe, not /proc/self/exe: the helper opens it, and "self" would be the helper. */
+  pg_buf_t b;
+  pg_buf_init(&b, out, cap);
+  pg_buf_puts(&b, "/proc/");
+  pg_buf_u64(&b, (uint64_t)getpid());
+  pg_buf_puts(&b, "/exe");
+}
+
+static void symbolize_pc(void *pc, bool use_addr2line, pg_frame_t *f) {
+  memset(f, 0, sizeof *f);
+  f->pc = pc;
+  Dl_info di;
+  if (!pc || !dladdr(pc, &di) || !di.dli_fbase) return;
+  copy_str(f->module, sizeof f->module, di.dli_fname);
+  f->module_offset = (uintptr_t)pc - (uintptr_t)di.dli_fbase;
+  if (di.dli_sname) copy_str(f->function, sizeof f->function, di.dli_sname);
+  if (!use_addr2line || !find_addr2line()) return;
+  /* Non-PIE executables are linked at their run-time address; everything else is asked by
+   * module offset. Return addresses point after the call, so pc-1 lands in the call's line. */
+  const ElfW(Ehdr) *eh = di.dli_fbase;
+  uintptr_t addr = eh->e_type == ET_EXEC ? (uintptr_t)pc : f->module_offset;
+  char path[256];
+  helper_path(&di, path, sizeof path);
+  ask_addr2line(path, addr ? addr - 1 : 0, f);
+}
+
+void pg_symbolize_stack(const pg_stack_t *s, unsigned max_depth, bool use_addr2line,
+                        pg_symstack_t *out) {
+  out->present = s != NULL;
+  out->depth = 0;
+  out->tid = s ? s->tid : 0;
+  if (!s) return;
+  unsigned n = s->depth;
+  if (n > PG_STACK_MAX) n = PG_STACK_MAX;
+  if (n > max_depth) n = max_depth;
+  for (unsigned i = 0; i < n; i++) symbolize_pc(s->pc[i], use_addr2line, &out->f[i]);
+  out->depth = n;
+}
+
+const char *pg_frame_module_base(const pg_frame_t *f) {
+  const char *slash = strrchr(f->module, '/');
+  return slash ? slash + 1 : f->module;
+}
+
+void pg_symbolize_shutdown(void) {
+  for (size_t i = 0; i < HELPERS_MAX; i++) {
+    helper_stop(&helpers[i]);
+    helpers[i].module[0] = '\0';
+  }
+}
+
+void pg_symbolize_forget(void) {
+  for (size_t i = 0; i < HELPERS_MAX; i++) {
+    if (helpers[i].pid > 0) close(helpers[i].fd);
+    helpers[i].pid = 0;
+    helpers[i].module[0] = '\0';
+  }
+}

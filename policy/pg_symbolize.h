@@ -1,0 +1,41 @@
+/* pg_symbolize.h: turns captured return addresses into module / function / file:line, only when
+ * a report is printed. dladdr() always; addr2line (one long-lived helper per module) for
+ * file:line when allowed. Callers serialize: it is only used under the report lock. */
+#ifndef PG_SYMBOLIZE_H
+#define PG_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pg_stack.h"
+
+typedef struct pg_frame {
+  void *pc;
+  uintptr_t module_offset;  /* pc relative to the module's load base */
+  char module[256];         /* full path as the loader knows it; "" if unknown */
+  char function[192];       /* demangled where addr2line did it; "" if unknown */
+  char file[256];           /* source file; "" if unknown */
+  unsigned line;            /* 0 if unknown */
+} pg_frame_t;
+
+typedef struct pg_symstack {
+  unsigned depth;
+  uint32_t tid;
+  bool present;             /* false when the report had no stack for this slot */
+  pg_frame_t f[PG_STACK_MAX];
+} pg_symstack_t;
+
+/* Symbolizes up to max_depth frames of s into out (s may be NULL: out->present = false).
+ * use_addr2line=false means dladdr only: no fork, no malloc (signal handlers). */
+void pg_symbolize_stack(const pg_stack_t *s, unsigned max_depth, bool use_addr2line,
+                        pg_symstack_t *out);
+
+/* The module's base name ("libc.so.6"). */
+const char *pg_frame_module_base(const pg_frame_t *f);
+
+/* Stops the addr2line helpers (at exit). */
+void pg_symbolize_shutdown(void);
+/* In a fork child: forget the parent's helpers without touching them. */
+void pg_symbolize_forget(void);
+
+#endif /* PG_SYMBOLIZE_H */

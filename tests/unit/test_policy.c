@@ -1,0 +1,306 @@
+/* test_policy.c: the decisions behind pg_policy_report: de-duplication by call sites with
+ * counts, max_reports, mode=off, halt_on_error / abort_on_error, the exit summary, statistics
+ * and the exit-status rule; plus concurrent reporting (run it under TSAN). */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pg_policy.h"
+#include "test_policy_helpers.h"
+
+static char dir[128], logfile[200];
+static char out[65536];
+
+static void configure(const char *extra) {
+  char opts[512];
+  tp_tmpdir(dir);
+  snprintf(opts, sizeof opts, "log_path=%s/log:%s", dir, extra ? extra : "");
+  snprintf(logfile, sizeof logfile, "%s/log.%d", dir, (int)getpid());
+  pg_policy_configure(NULL, opts);
+}
+
+static const char *read_log(void) {
+  if (tp_read_file(logfile, out, sizeof out) < 0) out[0] = '\0';
+  return out;
+}
+
+Test(dedup, same_sites_print_once_and_count) {
+  configure(NULL);
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  for (int i = 0; i < 4; i++) cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_DUPLICATE);
+  pg_policy_counts_t c = pg_policy_counts();
+  cr_assert_eq(c.reports, 5);
+  cr_assert_eq(c.unique, 1);
+  cr_assert_eq(c.printed, 1);
+  cr_assert_eq(pg_policy_finish(), 23);
+  read_log();
+  cr_assert_eq(tp_count(out, "pinguard: ERROR:"), 1, "%s", out);
+  cr_assert(strstr(out, "pinguard: report #1 (free-during-device-access) happened 5 times\n"),
+            "%s", out);
+  cr_assert(strstr(out, "pinguard: 5 reports (0 suppressed), 0 waits totalling 0.000 ms\n"), "%s",
+            out);
+}
+
+Test(dedup, identity_is_kind_access_site_and_launch_site) {
+  configure(NULL);
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  t.r.kind = PG_KIND_UNREGISTER_DURING_DEVICE_ACCESS;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED, "another kind");
+  t.access.pc[0] = (void *)((uintptr_t)tp_other_site + 2);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED, "another violating site");
+  t.access.pc[1] = (void *)((uintptr_t)tp_alloc_site + 2);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED, "another caller of that site");
+  t.launch.pc[0] = (void *)((uintptr_t)tp_other_site + 3);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED, "another launching site");
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_DUPLICATE);
+  /* Not part of the identity: addresses, threads, deeper frames, the action. */
+  t.r.addr += 64;
+  t.access.tid = 9;
+  t.access.pc[2] = (void *)tp_copy_site;
+  t.access.depth = 3;
+  t.r.action = PG_ACTION_WAITED;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_DUPLICATE);
+  cr_assert_eq(pg_policy_counts().unique, 5);
+}
+
+Test(dedup, off_prints_every_occurrence) {
+  configure("dedup=0");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_COMMIT_DURING_DEVICE_WRITE);
+  for (int i = 0; i < 3; i++) cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  cr_assert_eq(tp_count(read_log(), "pinguard: ERROR: commit-during-device-write"), 3);
+}
+
+Test(dedup, table_full_still_reports) {
+  configure("max_reports=0");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  t.r.region.stack = NULL;
+  t.r.n_gpu = 0;
+  t.access.depth = 1;
+  /* More distinct sites than the table folds: every one is still printed. */
+  for (uintptr_t i = 0; i < 5000; i++) {
+    t.access.pc[0] = (void *)(0x1000 + i);
+    cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  }
+  cr_assert_eq(pg_policy_counts().printed, 5000);
+}
+
+Test(limits, max_reports_bounds_what_is_printed) {
+  configure("max_reports=2");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_RELEASE_DURING_DEVICE_ACCESS);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  t.r.kind = PG_KIND_FREE_DURING_DEVICE_ACCESS;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  t.r.kind = PG_KIND_COMMIT_DURING_DEVICE_WRITE;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_LIMITED);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_LIMITED, "its repeats too");
+  t.r.kind = PG_KIND_UNREGISTER_DURING_DEVICE_ACCESS;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_LIMITED);
+  pg_policy_counts_t c = pg_policy_counts();
+  cr_assert_eq(c.printed, 2);
+  cr_assert_eq(c.limited, 3);
+  cr_assert_eq(c.reports, 5);
+  cr_assert_eq(pg_policy_finish(), 23, "unprinted reports still count for the exit status");
+  read_log();
+  cr_assert_eq(tp_count(out, "pinguard: ERROR:"), 2, "%s", out);
+  cr_assert_eq(tp_count(out, "pinguard: max_reports=2 reached"), 1, "%s", out);
+  cr_assert(strstr(out, "pinguard: 3 reports not printed (max_reports=2)\n"), "%s", out);
+}
+
+Test(modes, off_ignores_reports_and_stays_silent) {
+  configure("mode=off");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_IGNORED);
+  pg_policy_note_wait(1000);
+  cr_assert_eq(pg_policy_finish(), -1);
+  cr_assert_eq(tp_read_file(logfile, out, sizeof out), -1, "no log file in mode=off");
+}
+
+Test(modes, enforcing) {
+  configure("mode=enforce");
+  cr_assert(pg_policy_enforcing());
+  configure("mode=audit");
+  cr_assert_not(pg_policy_enforcing());
+}
+
+Test(exit_status, clean_process_keeps_its_status_and_prints_nothing) {
+  configure(NULL);
+  cr_assert_eq(pg_policy_finish(), -1);
+  cr_assert_eq(tp_read_file(logfile, out, sizeof out), -1);
+}
+
+Test(exit_status, exitcode_zero_keeps_the_program_status) {
+  configure("exitcode=0");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  pg_policy_report(&t.r);
+  cr_assert_eq(pg_policy_finish(), -1);
+}
+
+Test(exit_status, finish_prints_once_and_repeats_its_answer) {
+  configure("exitcode=42");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  pg_policy_report(&t.r);
+  cr_assert_eq(pg_policy_finish(), 42);
+  cr_assert_eq(pg_policy_finish(), 42);
+  cr_assert_eq(tp_count(read_log(), "pinguard: 1 report (0 suppressed)"), 1, "%s", out);
+}
+
+Test(exit_status, summary_counts_waits_and_stats) {
+  configure("print_stats=1");
+  pg_stat_add(PG_STAT_COPIES_TRACKED, 3);
+  pg_stat_inc(PG_STAT_KERNELS_TRACKED);
+  pg_policy_note_wait(1500000);
+  pg_policy_note_wait(1000000);
+  cr_assert_eq(pg_stat_get(PG_STAT_WAITS), 2);
+  cr_assert_eq(pg_stat_get(PG_STAT_WAIT_NS), 2500000);
+  cr_assert_eq(pg_policy_finish(), -1, "waits alone are not errors");
+  read_log();
+  cr_assert(strstr(out, "pinguard: 0 reports (0 suppressed), 2 waits totalling 2.500 ms\n"), "%s",
+            out);
+  cr_assert(strstr(out, "pinguard: statistics:\n"), "%s", out);
+  cr_assert(strstr(out, "  copies_tracked: 3 ("), "%s", out);
+  cr_assert(strstr(out, "  kernels_tracked: 1 ("), "%s", out);
+}
+
+Test(exit_status, print_summary_0_silences_the_summary) {
+  configure("print_summary=0");
+  pg_policy_note_wait(10);
+  pg_policy_finish();
+  cr_assert_null(strstr(read_log(), "reports ("), "%s", out);
+}
+
+Test(exit_status, json_exit_lines) {
+  configure("log_format=json:print_stats=1");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  pg_policy_report(&t.r);
+  pg_policy_report(&t.r);
+  pg_policy_finish();
+  read_log();
+  cr_assert_eq(tp_count(out, "{\"type\":\"report\","), 1, "%s", out);
+  cr_assert(strstr(out, "\"type\":\"repeat\","), "%s", out);
+  cr_assert(strstr(out, ",\"count\":2}\n"), "%s", out);
+  cr_assert(strstr(out, "{\"type\":\"stats\","), "%s", out);
+  cr_assert(strstr(out, "{\"type\":\"summary\","), "%s", out);
+  cr_assert(strstr(out, ",\"reports\":2,\"suppressed\":0,"), "%s", out);
+  for (const char *p = out; *p; p = strchr(p, '\n') + 1)
+    cr_assert_eq(*p, '{', "every line is a JSON object: %s", p);
+}
+
+Test(halt, halt_on_error_exits_with_exitcode_after_the_first_report, .exit_code = 5) {
+  configure("halt_on_error=1:exitcode=5");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  pg_policy_report(&t.r);
+  cr_assert_fail("halt_on_error did not stop the process");
+}
+
+Test(halt, abort_on_error_aborts, .signal = SIGABRT) {
+  configure("abort_on_error=1");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  pg_policy_report(&t.r);
+  cr_assert_fail("abort_on_error did not abort");
+}
+
+Test(halt, suppressed_reports_do_not_halt) {
+  char path[200];
+  configure(NULL);
+  snprintf(path, sizeof path, "%s/rules", dir);
+  FILE *f = fopen(path, "w");
+  fprintf(f, "free-during-device-access:tp_copy_site\n");
+  fclose(f);
+  char opts[512];
+  snprintf(opts, sizeof opts, "halt_on_error=1:suppressions=%s:log_path=%s/log", path, dir);
+  pg_policy_configure(NULL, opts);
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_SUPPRESSED);
+}
+
+Test(halt, halt_prints_the_summary_first) {
+  configure("halt_on_error=1");
+  pid_t pid = fork();
+  if (pid == 0) {
+    tp_report_t t;
+    tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+    pg_policy_report(&t.r);
+    _exit(0); /* not reached */
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  cr_assert(WIFEXITED(status));
+  cr_assert_eq(WEXITSTATUS(status), 23);
+  char childlog[220];
+  snprintf(childlog, sizeof childlog, "%s/log.%d", dir, (int)pid);
+  cr_assert_gt(tp_read_file(childlog, out, sizeof out), 0);
+  cr_assert(strstr(out, "pinguard: 1 report (0 suppressed)"), "%s", out);
+}
+
+/* ---- concurrency ------------------------------------------------------------------------------ */
+#define THREADS 4
+#define PER_THREAD 500
+
+static void *reporter(void *arg) {
+  uintptr_t id = (uintptr_t)arg;
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_CPU_WRITE_DURING_DEVICE_ACCESS);
+  t.access.tid = (uint32_t)id;
+  for (int i = 0; i < PER_THREAD; i++) {
+    /* Two sites shared by all threads, so the same entries are hit concurrently. */
+    t.access.pc[0] = (void *)((uintptr_t)tp_copy_site + 1 + (uintptr_t)(i & 1));
+    pg_policy_report(&t.r);
+    pg_policy_note_wait(1);
+    pg_stat_inc(PG_STAT_COPIES_TRACKED);
+  }
+  return NULL;
+}
+
+Test(concurrency, reports_from_many_threads_are_counted_exactly) {
+  configure(NULL);
+  pthread_t th[THREADS];
+  for (uintptr_t i = 0; i < THREADS; i++) pthread_create(&th[i], NULL, reporter, (void *)i);
+  for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
+  pg_policy_counts_t c = pg_policy_counts();
+  cr_assert_eq(c.reports, THREADS * PER_THREAD);
+  cr_assert_eq(c.unique, 2);
+  cr_assert_eq(c.printed, 2);
+  cr_assert_eq(pg_stat_get(PG_STAT_WAITS), THREADS * PER_THREAD);
+  cr_assert_eq(pg_stat_get(PG_STAT_COPIES_TRACKED), THREADS * PER_THREAD);
+  cr_assert_eq(tp_count(read_log(), "pinguard: ERROR:"), 2);
+}
+
+Test(fork, child_starts_with_fresh_counts) {
+  configure(NULL);
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  pg_policy_report(&t.r);
+  pg_stat_inc(PG_STAT_COPIES_TRACKED);
+  pg_policy_atfork_prepare();
+  pid_t pid = fork();
+  if (pid == 0) {
+    pg_policy_atfork_child();
+    pg_policy_counts_t c = pg_policy_counts();
+    int ok = c.reports == 0 && c.printed == 0 && pg_stat_get(PG_STAT_COPIES_TRACKED) == 0 &&
+             pg_policy_finish() == -1;
+    _exit(ok ? 0 : 1);
+  }
+  pg_policy_atfork_parent();
+  int status;
+  waitpid(pid, &status, 0);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  cr_assert_eq(pg_policy_counts().reports, 1, "the parent keeps its own");
+}

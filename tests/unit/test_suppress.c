@@ -1,0 +1,199 @@
+/* test_suppress.c: suppression rules: the pattern language (wildcards, anchors), file syntax
+ * (comments, blanks, bad lines), matching against function, file and module names, and the
+ * per-rule counts kept and printed at exit. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pg_policy.h"
+#include "pg_suppress.h"
+#include "test_policy_helpers.h"
+
+static pg_suppressions_t s;
+static int nwarn;
+static char lastwarn[600];
+
+static void collect(void *ctx, const char *line) {
+  (void)ctx;
+  nwarn++;
+  snprintf(lastwarn, sizeof lastwarn, "%s", line);
+}
+
+static int parse(const char *text) {
+  memset(&s, 0, sizeof s);
+  nwarn = 0;
+  return pg_supp_parse(&s, text, strlen(text), "test.supp", collect, NULL);
+}
+
+Test(suppress_pattern, unanchored_matches_anywhere) {
+  cr_assert(pg_supp_pattern_match("foo", "foo"));
+  cr_assert(pg_supp_pattern_match("foo", "xfooy"));
+  cr_assert_not(pg_supp_pattern_match("foo", "fo"));
+  cr_assert_not(pg_supp_pattern_match("foo", ""));
+}
+
+Test(suppress_pattern, anchors) {
+  cr_assert(pg_supp_pattern_match("^foo", "foobar"));
+  cr_assert_not(pg_supp_pattern_match("^foo", "xfoo"));
+  cr_assert(pg_supp_pattern_match("bar$", "foobar"));
+  cr_assert_not(pg_supp_pattern_match("bar$", "barx"));
+  cr_assert(pg_supp_pattern_match("^exact$", "exact"));
+  cr_assert_not(pg_supp_pattern_match("^exact$", "exactly"));
+  cr_assert_not(pg_supp_pattern_match("^exact$", "inexact"));
+}
+
+Test(suppress_pattern, wildcards) {
+  cr_assert(pg_supp_pattern_match("*", "anything"));
+  cr_assert(pg_supp_pattern_match("^a*c$", "abc"));
+  cr_assert(pg_supp_pattern_match("^a*c$", "ac"));
+  cr_assert(pg_supp_pattern_match("^a*c$", "abcbc"));
+  cr_assert_not(pg_supp_pattern_match("^a*c$", "abd"));
+  cr_assert(pg_supp_pattern_match("kv*/commit.c$", "/src/kvxfer/commit.c"));
+  cr_assert(pg_supp_pattern_match("^lib*.so*", "libtorch_cuda.so.2"));
+  cr_assert(pg_supp_pattern_match("^*a*b*$", "xxaxxbxx"));
+  cr_assert_not(pg_supp_pattern_match("^*a*b*$", "xxbxxaxx"));
+}
+
+Test(suppress_file, comments_blanks_and_kinds) {
+  cr_assert_eq(parse("# a comment\n"
+                     "\n"
+                     "   \t\n"
+                     "  # indented comment\n"
+                     "free-during-device-access:^engine_free$\n"
+                     "  cpu-read-during-device-write : serialize_*  \r\n"
+                     "*:libfoo.so\n"
+                     "wait-during-capture:graph"), /* no newline at the end */
+               0);
+  cr_assert_eq(s.n, 4);
+  cr_assert_eq(s.rules[0].kind, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  cr_assert_str_eq(s.rules[0].pattern, "^engine_free$");
+  cr_assert_eq(s.rules[1].kind, PG_KIND_CPU_READ_DURING_DEVICE_WRITE);
+  cr_assert_str_eq(s.rules[1].pattern, "serialize_*");
+  cr_assert_str_eq(s.rules[1].text, "cpu-read-during-device-write:serialize_*");
+  cr_assert_eq(s.rules[2].kind, -1);
+  cr_assert_str_eq(s.rules[3].pattern, "graph");
+}
+
+Test(suppress_file, bad_lines_warn_and_are_skipped) {
+  cr_assert_eq(parse("no colon here\n"
+                     "not-a-kind:foo\n"
+                     "free-during-device-access:\n"
+                     "free-during-device-access:good\n"),
+               3);
+  cr_assert_eq(nwarn, 3);
+  cr_assert_eq(s.n, 1);
+  cr_assert_str_eq(s.rules[0].pattern, "good");
+  cr_assert(strstr(lastwarn, "pinguard: WARNING: suppressions test.supp:3: empty pattern"),
+            "%s", lastwarn);
+}
+
+Test(suppress_file, load_from_disk_with_an_overlong_line) {
+  char path[] = "/tmp/pg_test_supp_XXXXXX";
+  int fd = mkstemp(path);
+  FILE *f = fdopen(fd, "w");
+  fprintf(f, "# rules\nfree-during-device-access:first\ncpu-write-during-device-access:");
+  for (int i = 0; i < 10000; i++) fputc('x', f);
+  fprintf(f, "\nrelease-during-device-access:after_the_long_one\n");
+  fclose(f);
+  memset(&s, 0, sizeof s);
+  nwarn = 0;
+  cr_assert_eq(pg_supp_load_file(&s, path, collect, NULL), 1);
+  unlink(path);
+  cr_assert(strstr(lastwarn, ":3: line longer than 4096 bytes"), "%s", lastwarn);
+  cr_assert_eq(s.n, 2);
+  cr_assert_str_eq(s.rules[0].pattern, "first");
+  cr_assert_str_eq(s.rules[1].pattern, "after_the_long_one");
+}
+
+Test(suppress_file, missing_file_warns) {
+  memset(&s, 0, sizeof s);
+  nwarn = 0;
+  cr_assert_eq(pg_supp_load_file(&s, "/nonexistent/pg.supp", collect, NULL), -1);
+  cr_assert_eq(nwarn, 1);
+  cr_assert(strstr(lastwarn, "cannot open"), "%s", lastwarn);
+}
+
+static pg_symstack_t frames(const char *module, const char *function, const char *file) {
+  pg_symstack_t st;
+  memset(&st, 0, sizeof st);
+  st.present = true;
+  st.depth = 1;
+  strcpy(st.f[0].module, module);
+  strcpy(st.f[0].function, function);
+  strcpy(st.f[0].file, file);
+  st.f[0].line = file[0] ? 10 : 0;
+  return st;
+}
+
+Test(suppress_match, function_file_and_module) {
+  parse("cpu-read-during-device-write:^serialize_chunk$\n"
+        "free-during-device-access:^commit.c$\n"
+        "*:^libtorch_cuda.so\n");
+  pg_symstack_t a = frames("/opt/app/bin", "serialize_chunk", "/src/kvxfer/commit.c");
+  pg_symstack_t b = frames("/usr/lib/libtorch_cuda.so.2", "", "");
+  pg_symstack_t none = frames("/opt/app/bin", "other", "/src/other.c");
+  const pg_symstack_t *sa[] = {&a}, *sb[] = {&none, &b}, *sn[] = {&none, NULL};
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_CPU_READ_DURING_DEVICE_WRITE, sa, 1), 0);
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_FREE_DURING_DEVICE_ACCESS, sa, 1), 1,
+               "a file's base name matches an anchored pattern");
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_DEVICE_ACCESS_CONFLICT, sa, 1), -1, "kind must match");
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_DEVICE_ACCESS_CONFLICT, sb, 2), 2,
+               "'*' kind, module base name, any stack of the report");
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_CPU_READ_DURING_DEVICE_WRITE, sn, 2), -1);
+}
+
+Test(suppress_policy, counts_per_rule_and_prints_them_at_exit) {
+  char dir[128], path[200], opts[512];
+  tp_tmpdir(dir);
+  snprintf(path, sizeof path, "%s/rules", dir);
+  FILE *f = fopen(path, "w");
+  fprintf(f, "# the first rule matches the report below, by function name\n"
+             "cpu-read-during-device-write:tp_copy_site\n"
+             "free-during-device-access:^never_matches$\n");
+  fclose(f);
+  snprintf(opts, sizeof opts, "suppressions=%s:log_path=%s/log", path, dir);
+  pg_policy_configure(NULL, opts);
+  cr_assert_eq(pg_policy_suppression_count(), 2);
+
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_CPU_READ_DURING_DEVICE_WRITE);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_SUPPRESSED);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_SUPPRESSED, "a repeat stays suppressed");
+  t.r.kind = PG_KIND_FREE_DURING_DEVICE_ACCESS;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  cr_assert_eq(pg_policy_suppression_hits(0), 2);
+  cr_assert_eq(pg_policy_suppression_hits(1), 0);
+  pg_policy_counts_t c = pg_policy_counts();
+  cr_assert_eq(c.suppressed, 2);
+  cr_assert_eq(c.reports, 1);
+
+  cr_assert_eq(pg_policy_finish(), 23);
+  char log[220], out[16384];
+  snprintf(log, sizeof log, "%s/log.%d", dir, (int)getpid());
+  cr_assert_gt(tp_read_file(log, out, sizeof out), 0);
+  cr_assert(strstr(out, "pinguard: suppression 'cpu-read-during-device-write:tp_copy_site' "
+                        "matched 2 times\n"),
+            "%s", out);
+  cr_assert(strstr(out, "pinguard: suppression 'free-during-device-access:^never_matches$' "
+                        "matched 0 times\n"),
+            "%s", out);
+  cr_assert(strstr(out, "pinguard: 1 report (2 suppressed), 0 waits totalling 0.000 ms\n"), "%s",
+            out);
+  cr_assert_null(strstr(out, "cpu-read-during-device-write on"), "suppressed: not printed");
+}
+
+Test(suppress_policy, only_suppressed_reports_keep_the_exit_status) {
+  char dir[128], path[200], opts[512];
+  tp_tmpdir(dir);
+  snprintf(path, sizeof path, "%s/rules", dir);
+  FILE *f = fopen(path, "w");
+  fprintf(f, "*:tp_launch_site\n");
+  fclose(f);
+  snprintf(opts, sizeof opts, "suppressions=%s:log_path=%s/log", path, dir);
+  pg_policy_configure(NULL, opts);
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_DEVICE_ACCESS_CONFLICT);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_SUPPRESSED, "launch stack matched");
+  cr_assert_eq(pg_policy_finish(), -1);
+}
