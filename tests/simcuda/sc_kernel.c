@@ -14,6 +14,7 @@
 typedef struct sc_kernel {
   const void *fn; /* key */
   char name[64];
+  const char *stable_name; /* for cudaFuncGetName: never freed, so it outlives re-registration */
   size_t nparams;
   size_t sizes[SC_MAX_PARAMS];
   size_t offsets[SC_MAX_PARAMS];
@@ -39,6 +40,7 @@ SC_API cudaError_t simcuda_register_kernel(simcuda_kernel_fn fn, const char *nam
   if (!k) return cudaErrorMemoryAllocation;
   k->fn = (const void *)fn;
   if (name) strncpy(k->name, name, sizeof k->name - 1);
+  k->stable_name = strdup(k->name);
   k->nparams = nparams;
   size_t off = 0;
   for (size_t i = 0; i < nparams; i++) {
@@ -86,6 +88,15 @@ SC_API cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, siz
   if (paramIndex >= k.nparams) return sc_ret(cudaErrorInvalidValue);
   if (paramOffset) *paramOffset = k.offsets[paramIndex];
   if (paramSize) *paramSize = k.sizes[paramIndex];
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaFuncGetName(const char **name, const void *func) {
+  SC_ENTER("cudaFuncGetName");
+  if (!name) return sc_ret(cudaErrorInvalidValue);
+  sc_kernel k;
+  if (!sc_kernel_find(func, &k)) return sc_ret(cudaErrorInvalidDeviceFunction);
+  *name = k.stable_name ? k.stable_name : "(kernel)";
   return cudaSuccess;
 }
 

@@ -159,3 +159,10 @@ Test(kernels, register_validation) {
   cr_assert_eq(simcuda_register_kernel((simcuda_kernel_fn)record_kernel, "x", 65, sizes),
                cudaErrorInvalidValue);
 }
+
+Test(kernels, func_get_name) {
+  const char *name = NULL;
+  CK(cudaFuncGetName(&name, (const void *)record_kernel));
+  cr_assert_str_eq(name, "record_kernel");
+  CK_ERR(cudaFuncGetName(&name, (const void *)not_a_kernel), cudaErrorInvalidDeviceFunction);
+}
