@@ -21,6 +21,10 @@ void pg_stack_capture(pg_stack_t *out, unsigned skip, unsigned max_depth);
 /* Captures from a signal context: pc and frame pointer of the interrupted instruction. */
 void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_depth);
 
+/* Chooses the frame-pointer walk (fast, the default) or glibc backtrace() (exact through frames
+ * built without frame pointers, slower): the policy option fast_unwind. */
+void pg_stack_set_fast_unwind(int fast);
+
 /* Small stable per-thread number, assigned on first use (1 = first thread seen). */
 uint32_t pg_thread_number(void);
 

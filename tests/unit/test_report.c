@@ -139,11 +139,11 @@ Test(report_text, signal_context_uses_dladdr_only, .init = setup_log) {
   t.r.flags = PG_REPORT_FROM_SIGNAL;
   cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
   tp_read_file(logfile, out, sizeof out);
-  /* The test's frames are static functions: dladdr knows only the module (Criterion renames
-   * its worker processes, so the module name varies), and no file:line (which would need
-   * addr2line) may appear. */
+  /* The test's frames are static functions: dladdr cannot name them, the module's own symbol
+   * table can (read with open and mmap, which a signal handler may call). No file:line may
+   * appear: that would need addr2line, a child process. */
   cr_assert(strstr(out, "\n    #0 0x") && strstr(out, "+0x"), "%s", out);
-  cr_assert_null(strstr(out, " in tp_"), "%s", out);
+  cr_assert(strstr(out, " in tp_"), "%s", out);
   cr_assert_null(strstr(out, ".c:"), "%s", out);
   cr_assert_null(strstr(out, ".h:"), "%s", out);
 }

@@ -1,0 +1,129 @@
+/* test_stack.c: stack capture: pc[0] is exact, the walk follows frame pointers to the requested
+ * depth, skip and max_depth are honoured, bad frame pointers stop the walk without a crash, the
+ * exact (backtrace) mode agrees, and thread numbers are small and stable. */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include "pg_stack.h"
+
+/* Entry address of the function containing pc, via the dynamic symbol table. */
+static void *func_of(void *pc) {
+  Dl_info info;
+  if (!dladdr((char *)pc - 1, &info)) return NULL;
+  return info.dli_saddr;
+}
+
+__attribute__((noinline)) void ts_capture_here(pg_stack_t *st, unsigned skip, unsigned max) {
+  pg_stack_capture(st, skip, max);
+  __asm__ volatile("" ::: "memory"); /* keep the call from becoming a tail call */
+}
+
+__attribute__((noinline)) int ts_recurse(int n, pg_stack_t *st) {
+  if (n == 0) {
+    ts_capture_here(st, 0, PG_STACK_MAX);
+    return 0;
+  }
+  int r = ts_recurse(n - 1, st);
+  __asm__ volatile("" ::: "memory");
+  return r + 1;
+}
+
+static void check_recursion(void) {
+  pg_stack_t st;
+  ts_recurse(20, &st);
+  cr_assert_eq(st.depth, PG_STACK_MAX);
+  cr_assert_eq(func_of(st.pc[0]), (void *)ts_capture_here, "pc[0] is the capture site");
+  for (int i = 1; i < PG_STACK_MAX; i++)
+    cr_assert_eq(func_of(st.pc[i]), (void *)ts_recurse, "frame %d", i);
+}
+
+Test(stack, fast_walk_depth_and_exactness) { check_recursion(); }
+
+Test(stack, exact_mode_agrees) {
+  pg_stack_set_fast_unwind(0);
+  check_recursion();
+  pg_stack_set_fast_unwind(1);
+}
+
+/* One call site for both captures, so their outer frames have the same return addresses. */
+__attribute__((noinline)) void ts_capture_via(pg_stack_t *st, unsigned skip) {
+  ts_capture_here(st, skip, 4);
+  __asm__ volatile("" ::: "memory");
+}
+
+Test(stack, skip_drops_innermost_frames) {
+  pg_stack_t a, b;
+  ts_capture_via(&a, 0);
+  ts_capture_via(&b, 1);
+  cr_assert_eq(func_of(a.pc[0]), (void *)ts_capture_here);
+  cr_assert_eq(func_of(a.pc[1]), (void *)ts_capture_via);
+  cr_assert_eq(b.pc[0], a.pc[1], "skip=1 starts at the caller's frame");
+  pg_stack_set_fast_unwind(0);
+  ts_capture_via(&b, 1);
+  pg_stack_set_fast_unwind(1);
+  cr_assert_eq(b.pc[0], a.pc[1]);
+}
+
+Test(stack, max_depth_is_honoured) {
+  pg_stack_t st;
+  ts_recurse(0, &st);
+  ts_capture_here(&st, 0, 3);
+  cr_assert_leq(st.depth, 3);
+  cr_assert_geq(st.depth, 1);
+  ts_capture_here(&st, 0, 0);
+  cr_assert_eq(st.depth, 0);
+  ts_capture_here(&st, 0, 1000);
+  cr_assert_leq(st.depth, PG_STACK_MAX);
+}
+
+Test(stack, bad_frame_pointers_stop_the_walk) {
+  pg_stack_t st;
+  ts_capture_here(&st, 0, 2); /* learns this thread's stack bounds */
+  void *pc = (void *)check_recursion;
+  pg_stack_capture_from(&st, pc, (void *)0x1, PG_STACK_MAX);
+  cr_assert_eq(st.depth, 1, "misaligned frame pointer");
+  cr_assert_eq(st.pc[0], pc);
+  pg_stack_capture_from(&st, pc, (void *)0x100000, PG_STACK_MAX);
+  cr_assert_eq(st.depth, 1, "frame pointer outside the stack");
+  /* A frame whose saved pointer leads down the stack (garbage in a frame-less function). */
+  uintptr_t frame[4];
+  frame[0] = (uintptr_t)&frame[0] - 64;
+  frame[1] = (uintptr_t)pc;
+  pg_stack_capture_from(&st, pc, frame, PG_STACK_MAX);
+  cr_assert_eq(st.depth, 2, "one step, then the walk refuses to go down");
+  cr_assert_eq(st.pc[1], pc);
+}
+
+Test(stack, capture_from_a_live_frame) {
+  pg_stack_t st;
+  ts_capture_here(&st, 0, 2);
+  pg_stack_capture_from(&st, (void *)check_recursion, __builtin_frame_address(0), PG_STACK_MAX);
+  cr_assert_geq(st.depth, 2);
+  cr_assert_eq(st.pc[0], (void *)check_recursion);
+}
+
+static void *thread_number(void *arg) {
+  uint32_t *out = arg;
+  out[0] = pg_thread_number();
+  out[1] = pg_thread_number();
+  pg_stack_t st;
+  ts_capture_here(&st, 0, 4);
+  out[2] = st.tid;
+  return NULL;
+}
+
+Test(stack, thread_numbers) {
+  uint32_t main_no = pg_thread_number();
+  uint32_t t[2][3];
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, thread_number, t[i]);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < 2; i++) {
+    cr_assert_eq(t[i][0], t[i][1], "stable within a thread");
+    cr_assert_eq(t[i][0], t[i][2], "stacks carry it");
+    cr_assert_neq(t[i][0], main_no);
+    cr_assert_geq(t[i][0], 1);
+  }
+  cr_assert_neq(t[0][0], t[1][0]);
+}

@@ -1,0 +1,279 @@
+/* test_tracker_hb.c: happens-before between streams and the host: stream order, events recorded
+ * and waited, host syncs (stream, event, device), the legacy default stream's implicit
+ * ordering, non-blocking and per-thread streams, and that correctly ordered code never
+ * conflicts. Streams are held busy by gates, so every access is really in flight. */
+#include <pthread.h>
+
+#include "test_tracker_support.h"
+
+#define N 65536
+
+static char *buf;
+static void *dev;
+static cudaStream_t s1, s2, s3;
+
+static void setup(void) {
+  tt_init_tracker();
+  buf = tt_pinned(N);
+  dev = tt_device(N);
+  s1 = tt_stream(cudaStreamDefault);
+  s2 = tt_stream(cudaStreamDefault);
+  s3 = tt_stream(cudaStreamDefault);
+}
+
+static size_t conflicts(pg_dir_t dir, cudaStream_t s) {
+  pg_access_t out[8];
+  return pg_access_conflicts(buf, N, dir, s, out, 8);
+}
+
+TestSuite(tracker_hb, .init = setup, .fini = tt_teardown, .timeout = 30);
+
+Test(tracker_hb, same_stream_is_ordered) {
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s1), 0);
+  cr_assert_eq(conflicts(PG_DIR_READ, s1), 0);
+}
+
+Test(tracker_hb, unordered_cross_stream_write_write) {
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  pg_access_t out[4];
+  cr_assert_eq(pg_access_conflicts(buf + 100, 10, PG_DIR_WRITE, s2, out, 4), 1);
+  cr_assert_eq(out[0].stream, s1);
+  cr_assert_eq(pg_access_conflicts(buf + 4096, 10, PG_DIR_WRITE, s2, out, 4), 0,
+               "disjoint bytes never conflict");
+}
+
+Test(tracker_hb, read_read_never_conflicts) {
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_h2d(dev, buf, 4096, s1), 1);
+  cr_assert_eq(conflicts(PG_DIR_READ, s2), 0);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s2), 1, "write after read (WAR)");
+  cr_assert_eq(conflicts(PG_DIR_UNKNOWN, s2), 1, "unknown counts as a write");
+}
+
+Test(tracker_hb, read_after_write_conflicts) {
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  cr_assert_eq(conflicts(PG_DIR_READ, s2), 1);
+}
+
+Test(tracker_hb, event_record_and_wait_orders) {
+  cudaEvent_t e;
+  cr_assert_eq(cudaEventCreate(&e), cudaSuccess);
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  tt_record(e, s1);
+  tt_wait_event(s2, e);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s2), 0, "s2 waits for the event after the copy");
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s3), 1, "s3 does not");
+  /* transitively: s3 waits for an event recorded on s2 after s2's wait */
+  cudaEvent_t e2;
+  cr_assert_eq(cudaEventCreate(&e2), cudaSuccess);
+  tt_record(e2, s2);
+  tt_wait_event(s3, e2);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s3), 0);
+}
+
+Test(tracker_hb, event_recorded_before_the_access_does_not_order_it) {
+  cudaEvent_t e;
+  cr_assert_eq(cudaEventCreate(&e), cudaSuccess);
+  tt_close_gate(s1);
+  tt_record(e, s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  tt_wait_event(s2, e);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s2), 1);
+}
+
+Test(tracker_hb, re_recording_an_event_moves_it) {
+  cudaEvent_t e;
+  cr_assert_eq(cudaEventCreate(&e), cudaSuccess);
+  tt_close_gate(s1);
+  tt_record(e, s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  tt_record(e, s1);
+  tt_wait_event(s2, e);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s2), 0);
+}
+
+Test(tracker_hb, stream_sync_completes_and_retires) {
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  tt_open_gates();
+  tt_stream_sync(s1);
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s2), 0);
+}
+
+Test(tracker_hb, stream_query_success_completes) {
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  pg_hb_sync_prepare(s1);
+  cr_assert_eq(cudaStreamQuery(s1), cudaErrorNotReady);
+  pg_hb_sync_done(0);
+  cr_assert_eq(pg_tracker_inflight_count(), 1, "a failed query teaches nothing");
+  tt_open_gates();
+  cr_assert_eq(cudaStreamSynchronize(s1), cudaSuccess);
+  pg_hb_sync_prepare(s1);
+  cr_assert_eq(cudaStreamQuery(s1), cudaSuccess);
+  pg_hb_sync_done(1);
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+}
+
+Test(tracker_hb, event_sync_host_joins_its_clock) {
+  cudaEvent_t e;
+  cr_assert_eq(cudaEventCreate(&e), cudaSuccess);
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  tt_record(e, s1);
+  cr_assert_eq(tt_copy_d2h(buf + 8192, dev, 4096, s1), 1); /* after the event */
+  cr_assert_eq(cudaStreamWaitEvent(s2, e, 0), cudaSuccess); /* (s2 just waits too) */
+  tt_open_gates();
+  cr_assert_eq(cudaEventSynchronize(e), cudaSuccess);
+  pg_hb_event_completed(e);
+  pg_access_t out[4];
+  cr_assert_eq(pg_access_conflicts(buf, 4096, PG_DIR_WRITE, s3, out, 4), 0,
+               "complete per the host clock");
+  pg_hb_event_destroyed(e);
+  cr_assert_eq(cudaEventDestroy(e), cudaSuccess);
+}
+
+Test(tracker_hb, device_sync_completes_everything) {
+  tt_close_gate(s1);
+  tt_close_gate(s2);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  cr_assert_eq(tt_copy_d2h(buf + 8192, dev, 4096, s2), 1);
+  tt_open_gates();
+  tt_device_sync();
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+}
+
+Test(tracker_hb, sync_covers_only_work_enqueued_before_it) {
+  /* Another thread's work enqueued while a sync blocks is not covered by that sync. */
+  pg_hb_sync_prepare_device();
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  pg_hb_sync_done(1);
+  cr_assert_eq(pg_tracker_inflight_count(), 1);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s2), 1);
+  /* A stream sync covers what was enqueued on it before the call, not what came after. */
+  pg_hb_sync_prepare(s1);
+  cr_assert_eq(tt_copy_d2h(buf + 8192, dev, 4096, s1), 1);
+  pg_hb_sync_done(1);
+  pg_access_t out[4];
+  cr_assert_eq(pg_access_conflicts(buf, N, PG_DIR_WRITE, s2, out, 4), 1);
+  cr_assert_eq(out[0].lo, (uintptr_t)buf + 8192);
+}
+
+Test(tracker_hb, legacy_stream_orders_blocking_streams) {
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, 0), 0, "legacy work waits for prior blocking work");
+  cr_assert_eq(conflicts(PG_DIR_WRITE, cudaStreamLegacy), 0);
+}
+
+Test(tracker_hb, blocking_streams_wait_for_legacy_work) {
+  tt_close_gate(0);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, 0), 1);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s2), 0, "blocking work waits for prior legacy work");
+}
+
+Test(tracker_hb, legacy_orders_transitively) {
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  /* an untracked op on the legacy stream (waits for s1) then work on s2 (waits for it) */
+  cr_assert_eq(cudaMemsetAsync(dev, 0, 16, 0), cudaSuccess);
+  pg_hb_enqueue(0);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s2), 0);
+}
+
+Test(tracker_hb, legacy_work_enqueued_before_does_not_order_later_work) {
+  cr_assert_eq(cudaMemsetAsync(dev, 0, 16, 0), cudaSuccess);
+  pg_hb_enqueue(0);
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  /* s2 is ordered after the legacy op, which came before s1's copy: no order between them */
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s2), 1);
+}
+
+Test(tracker_hb, non_blocking_stream_not_ordered_by_legacy) {
+  cudaStream_t nb = tt_stream(cudaStreamNonBlocking);
+  tt_close_gate(nb);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, nb), 1);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, 0), 1, "legacy does not wait for non-blocking work");
+  tt_open_gates();
+  tt_device_sync();
+  tt_close_gate(0);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, 0), 1);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, nb), 1, "non-blocking work does not wait for legacy");
+}
+
+Test(tracker_hb, flags_given_by_the_shim) {
+  cudaStream_t nb = tt_stream(cudaStreamNonBlocking);
+  pg_hb_stream_flags(nb, cudaStreamNonBlocking);
+  tt_close_gate(nb);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, nb), 1);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, 0), 1);
+}
+
+static void *other_thread_conflicts(void *arg) {
+  *(size_t *)arg = conflicts(PG_DIR_WRITE, cudaStreamPerThread);
+  return NULL;
+}
+
+Test(tracker_hb, per_thread_default_streams_are_distinct) {
+  tt_close_gate(cudaStreamPerThread);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, cudaStreamPerThread), 1);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, cudaStreamPerThread), 0, "this thread's own stream");
+  size_t other = 0;
+  pthread_t t;
+  pthread_create(&t, NULL, other_thread_conflicts, &other);
+  pthread_join(t, NULL);
+  cr_assert_eq(other, 1, "another thread's per-thread stream is another stream");
+}
+
+/* Correctly ordered code never conflicts: a ping-pong of host->device and device->host copies of
+ * the same buffer on two streams, each ordered after the other by events. */
+Test(tracker_hb, correctly_ordered_code_never_conflicts) {
+  cudaEvent_t e1, e2;
+  cr_assert_eq(cudaEventCreateWithFlags(&e1, cudaEventDisableTiming), cudaSuccess);
+  cr_assert_eq(cudaEventCreateWithFlags(&e2, cudaEventDisableTiming), cudaSuccess);
+  cudaStream_t a = tt_stream(cudaStreamNonBlocking), b = tt_stream(cudaStreamNonBlocking);
+  for (int i = 0; i < 200; i++) {
+    cr_assert_eq(pg_access_conflicts(buf, 4096, PG_DIR_READ, a, NULL, 0), 0, "iter %d", i);
+    cr_assert_eq(tt_copy_h2d(dev, buf, 4096, a), 1);
+    tt_record(e1, a);
+    tt_wait_event(b, e1);
+    cr_assert_eq(pg_access_conflicts(buf, 4096, PG_DIR_WRITE, b, NULL, 0), 0, "iter %d", i);
+    cr_assert_eq(tt_copy_d2h(buf, dev, 4096, b), 1);
+    tt_record(e2, b);
+    tt_wait_event(a, e2);
+    if (i % 50 == 49) tt_device_sync();
+  }
+}
+
+Test(tracker_hb, destroyed_stream_work_stays_in_flight) {
+  cudaStream_t s = tt_stream(cudaStreamNonBlocking);
+  tt_close_gate(s);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s), 1);
+  cr_assert_eq(cudaStreamDestroy(s), cudaSuccess);
+  pg_hb_stream_destroyed(s);
+  cudaStream_t t = tt_stream(cudaStreamNonBlocking); /* may reuse the handle */
+  cr_assert_eq(conflicts(PG_DIR_WRITE, t), 1, "a new stream is not ordered after it");
+  tt_open_gates();
+  tt_device_sync();
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+}
+
+Test(tracker_hb, stream_states_are_recycled) {
+  /* many short-lived streams: ids are reused once each one's work drained */
+  for (int i = 0; i < 600; i++) { /* more than PG_MAX_STREAMS (512) */
+    cudaStream_t s = tt_stream(cudaStreamNonBlocking);
+    cr_assert_eq(tt_copy_d2h(buf, dev, 64, s), 1, "stream %d", i);
+    tt_stream_sync(s);
+    cr_assert_eq(cudaStreamDestroy(s), cudaSuccess);
+    pg_hb_stream_destroyed(s);
+  }
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+}

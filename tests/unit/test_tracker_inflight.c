@@ -1,0 +1,223 @@
+/* test_tracker_inflight.c: the in-flight table on simcuda's real streams and events: what is
+ * tracked, range queries with partial overlaps, accesses spanning adjacent regions, duplicate
+ * registrations, retirement through the stream's events, event reuse, waits, and the hooks. */
+#include "test_tracker_support.h"
+
+#define N (1 << 20)
+
+static void *buf, *dev;
+static cudaStream_t s1;
+
+static void setup(void) {
+  tt_init_tracker();
+  buf = tt_pinned(N);
+  dev = tt_device(N);
+  s1 = tt_stream(cudaStreamDefault);
+}
+
+static size_t inflight(const void *p, size_t n) {
+  pg_access_t out[8];
+  return pg_inflight_query(p, n, 0, out, 8);
+}
+
+static size_t inflight_writes(const void *p, size_t n) {
+  pg_access_t out[8];
+  return pg_inflight_query(p, n, 1, out, 8);
+}
+
+TestSuite(tracker_inflight, .init = setup, .fini = tt_teardown, .timeout = 30);
+
+Test(tracker_inflight, only_pinned_regions_are_tracked) {
+  static char pageable[4096];
+  pg_origin_t o = {"copy", NULL};
+  cr_assert_eq(pg_access_begin(pageable, sizeof(pageable), PG_DIR_WRITE, s1, &o, NULL), 0);
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+  cr_assert_eq(pg_access_begin(buf, 0, PG_DIR_WRITE, s1, &o, NULL), 0, "empty access");
+}
+
+Test(tracker_inflight, device_write_in_flight_until_stream_completes) {
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  pg_access_t out[4];
+  cr_assert_eq(pg_inflight_query((char *)buf + 100, 1, 1, out, 4), 1);
+  cr_assert_eq(out[0].lo, (uintptr_t)buf);
+  cr_assert_eq(out[0].hi, (uintptr_t)buf + 4096);
+  cr_assert_eq(out[0].dir, PG_DIR_WRITE);
+  cr_assert_eq(out[0].stream, s1);
+  cr_assert_eq(out[0].region_base, (uintptr_t)buf);
+  cr_assert_eq(out[0].region_size, N);
+  cr_assert_str_eq(out[0].origin.what, "copy device->host");
+  pg_tracker_retire();
+  cr_assert_eq(pg_tracker_inflight_count(), 1, "the stream is held: nothing retires");
+  tt_open_gates();
+  tt_stream_sync(s1);
+  cr_assert_eq(pg_tracker_inflight_count(), 0, "the host sync retired it");
+  cr_assert_eq(inflight(buf, N), 0);
+}
+
+Test(tracker_inflight, device_read_is_not_a_write) {
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_h2d(dev, buf, 4096, s1), 1);
+  cr_assert_eq(inflight(buf, 4096), 1);
+  cr_assert_eq(inflight_writes(buf, 4096), 0);
+  pg_origin_t o = {"kernel", (const void *)tt_gate_kernel};
+  cr_assert_eq(pg_access_begin((char *)buf + 8192, 64, PG_DIR_UNKNOWN, s1, &o, NULL), 1);
+  cr_assert_eq(inflight_writes(buf, N), 1, "unknown direction counts as a write");
+}
+
+Test(tracker_inflight, partial_overlaps) {
+  tt_close_gate(s1);
+  char *b = buf;
+  cr_assert_eq(tt_copy_d2h(b + 4096, dev, 4096, s1), 1); /* [4096, 8192) */
+  cr_assert_eq(inflight(b, 4097), 1, "overlaps its first byte");
+  cr_assert_eq(inflight(b, 4096), 0, "ends just before it");
+  cr_assert_eq(inflight(b + 8191, 1), 1, "its last byte");
+  cr_assert_eq(inflight(b + 8192, 4096), 0, "just after it");
+  cr_assert_eq(inflight(b + 5000, 10), 1, "inside it");
+  cr_assert_eq(inflight(b, N), 1, "containing it");
+}
+
+Test(tracker_inflight, many_accesses_queries_are_exact) {
+  tt_close_gate(s1);
+  char *b = buf;
+  /* 64 accesses of 4 KiB at 8 KiB strides, plus one long access over the first 64 KiB */
+  for (int i = 0; i < 64; i++) cr_assert_eq(tt_copy_d2h(b + i * 8192, dev, 4096, s1), 1);
+  cr_assert_eq(tt_copy_d2h(b, dev, 65536, s1), 1);
+  cr_assert_eq(pg_tracker_inflight_count(), 65);
+  pg_access_t out[128];
+  cr_assert_eq(pg_inflight_query(b + 4096, 4096, 0, out, 128), 1, "a gap: only the long one");
+  cr_assert_eq(pg_inflight_query(b + 4096, 8192, 0, out, 128), 2);
+  cr_assert_eq(pg_inflight_query(b + 65536, 4096 * 3, 0, out, 128), 2, "past the long one");
+  cr_assert_eq(pg_inflight_query(b, N, 0, out, 4), 65, "total beyond capacity");
+  tt_open_gates();
+  tt_stream_sync(s1);
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+}
+
+Test(tracker_inflight, same_buffer_copied_repeatedly) {
+  tt_close_gate(s1);
+  for (int i = 0; i < 10; i++) cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  cr_assert_eq(inflight(buf, 1), 10);
+  tt_open_gates();
+  tt_stream_sync(s1);
+  cr_assert_eq(inflight(buf, 1), 0);
+}
+
+Test(tracker_inflight, access_spanning_adjacent_regions) {
+  /* one allocation registered in two pieces, as an engine registers 64 MiB pieces */
+  char *p = NULL;
+  cr_assert_eq(cudaHostAlloc((void **)&p, 2 * 65536, 0), cudaSuccess);
+  cr_assert_eq(pg_region_add(p, 65536, PG_PIN_REGISTER, 0, NULL), 0);
+  cr_assert_eq(pg_region_add(p + 65536, 65536, PG_PIN_REGISTER, 0, NULL), 0);
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(p + 60000, dev, 10000, s1), 2, "one piece per region");
+  pg_access_t a[2], b[2];
+  cr_assert_eq(pg_inflight_query(p + 60000, 1, 0, a, 2), 1);
+  cr_assert_eq(pg_inflight_query(p + 65536, 1, 0, b, 2), 1);
+  cr_assert_eq(a[0].hi, (uintptr_t)p + 65536, "clipped to its region");
+  cr_assert_eq(b[0].lo, (uintptr_t)p + 65536);
+  cr_assert_eq(a[0].op, b[0].op, "both pieces name the same operation");
+  cr_assert_eq(pg_inflight_query(p, 2 * 65536, 0, a, 2), 2);
+}
+
+Test(tracker_inflight, duplicate_registration_tracks_once) {
+  cr_assert_eq(pg_region_add(buf, N, PG_PIN_REGISTER, 0, NULL), 0); /* same pages again */
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  cr_assert_eq(inflight(buf, 4096), 1, "reported once, not once per registration");
+  cr_assert(pg_region_remove(buf, NULL));
+  cr_assert(pg_region_remove(buf, NULL));
+  tt_open_gates();
+  tt_stream_sync(s1);
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+}
+
+Test(tracker_inflight, region_removed_while_in_flight) {
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  cr_assert(pg_region_remove(buf, NULL));
+  cr_assert_eq(inflight(buf, 4096), 0, "no region, nothing to report");
+  cr_assert_eq(pg_tracker_inflight_count(), 1, "but the access still retires from its stream");
+  cr_assert_eq(pg_region_add(buf, N, PG_PIN_HOST_ALLOC, 0, NULL), 0);
+  cr_assert_eq(inflight(buf, 4096), 0, "a new registration does not inherit it");
+  tt_open_gates();
+  tt_stream_sync(s1);
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+}
+
+Test(tracker_inflight, lazy_retirement_polls_events) {
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  tt_open_gates();
+  /* the application syncs behind the tracker's back: only the events can tell */
+  cr_assert_eq(cudaStreamSynchronize(s1), cudaSuccess);
+  cr_assert_eq(pg_tracker_inflight_count(), 1);
+  cr_assert_eq(inflight(buf, 4096), 0, "complete per its event, so not in flight");
+  pg_tracker_retire();
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+}
+
+Test(tracker_inflight, events_come_from_a_pool) {
+  for (int i = 0; i < 50; i++) {
+    cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+    tt_stream_sync(s1);
+  }
+  cr_assert_leq(atomic_load(&tt_events_created), 2, "retired events are reused");
+}
+
+Test(tracker_inflight, wait_blocks_until_complete) {
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  pg_access_t a;
+  cr_assert_eq(pg_inflight_query(buf, 1, 1, &a, 1), 1);
+  tt_open_gates();
+  cr_assert_eq(pg_access_wait(&a), cudaSuccess);
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+  cr_assert_eq(cudaEventQuery(a.event), cudaSuccess);
+}
+
+static int hook_begins, hook_retires;
+static uintptr_t hook_lo, hook_hi;
+static pg_dir_t hook_dir;
+static void on_begin(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx) {
+  cr_assert_eq(ctx, &hook_begins);
+  hook_begins++;
+  hook_lo = lo;
+  hook_hi = hi;
+  hook_dir = dir;
+}
+static void on_retire(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx) {
+  (void)ctx;
+  cr_assert_eq(lo, hook_lo);
+  cr_assert_eq(hi, hook_hi);
+  cr_assert_eq(dir, hook_dir);
+  hook_retires++;
+}
+
+Test(tracker_inflight, guard_hooks_see_begin_and_retire) {
+  pg_tracker_set_hooks(on_begin, on_retire, &hook_begins);
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_h2d(dev, (char *)buf + 4096, 8192, s1), 1);
+  cr_assert_eq(hook_begins, 1);
+  cr_assert_eq(hook_lo, (uintptr_t)buf + 4096);
+  cr_assert_eq(hook_hi, (uintptr_t)buf + 4096 + 8192);
+  cr_assert_eq(hook_dir, PG_DIR_READ);
+  cr_assert_eq(hook_retires, 0);
+  tt_open_gates();
+  tt_stream_sync(s1);
+  cr_assert_eq(hook_retires, 1);
+  pg_tracker_set_hooks(NULL, NULL, NULL);
+}
+
+Test(tracker_inflight, stack_and_time_are_kept) {
+  pg_stack_t st = {.depth = 1, .tid = 3, .pc = {(void *)0xabc}};
+  tt_close_gate(s1);
+  cr_assert_eq(cudaMemcpyAsync(buf, dev, 64, cudaMemcpyDeviceToHost, s1), cudaSuccess);
+  cr_assert_eq(pg_access_begin(buf, 64, PG_DIR_WRITE, s1, NULL, &st), 1);
+  pg_access_t a;
+  cr_assert_eq(pg_inflight_query(buf, 64, 0, &a, 1), 1);
+  cr_assert_eq(a.stack.depth, 1);
+  cr_assert_eq(a.stack.pc[0], (void *)0xabc);
+  cr_assert_neq(a.enqueue_ns, 0);
+  cr_assert_null(a.origin.what);
+}

@@ -1,0 +1,374 @@
+/* pg_inflight.c: the in-flight table. Each region keeps its own set of in-flight access pieces
+ * under its own lock: "slots" (one per distinct start address) sorted by address for range
+ * queries, plus a uthash keyed by address for large sets. Beginning, queries, conflict checks. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pg_tracker_internal.h"
+
+#define MAX_PIECES 64 /* regions one access or query may span (64 MiB pieces: 4 GiB) */
+
+#define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+
+/* ---- one region's set (r->mu held) ------------------------------------------------------
+ * Per copy, the cold memory touched is what costs (with 100k regions, each is a cache miss):
+ * small sets live in the region record itself, slots come from a per-thread cache, and the
+ * uthash by address is built only for sets large enough to need it. */
+#define SLOT_CACHE_MAX 64
+static __thread pg_slot_t *t_slot_cache;
+static __thread unsigned t_slot_cached;
+
+static pg_slot_t *slot_alloc(void) {
+  pg_slot_t *s = t_slot_cache;
+  if (s) {
+    t_slot_cache = (pg_slot_t *)s->accs;
+    t_slot_cached--;
+  } else if (!(s = malloc(sizeof(*s)))) {
+    return NULL;
+  }
+  memset(s, 0, sizeof(*s));
+  return s;
+}
+
+/* A thread's cached slots go back to the heap when it exits. */
+static pthread_key_t g_slot_key;
+static pthread_once_t g_slot_once = PTHREAD_ONCE_INIT;
+static __thread bool t_slot_key_set;
+
+static void slot_cache_drain(void *unused) {
+  (void)unused;
+  while (t_slot_cache) {
+    pg_slot_t *s = t_slot_cache;
+    t_slot_cache = (pg_slot_t *)s->accs;
+    free(s);
+  }
+  t_slot_cached = 0;
+}
+static void make_slot_key(void) { pthread_key_create(&g_slot_key, slot_cache_drain); }
+
+static void slot_free(pg_slot_t *s) {
+  if (!t_slot_key_set) {
+    pthread_once(&g_slot_once, make_slot_key);
+    t_slot_key_set = pthread_setspecific(g_slot_key, &t_slot_key_set) == 0;
+  }
+  if (t_slot_cached >= SLOT_CACHE_MAX || !t_slot_key_set) {
+    free(s);
+    return;
+  }
+  s->accs = (pg_acc_t *)t_slot_cache; /* reused as the cache's link */
+  t_slot_cache = s;
+  t_slot_cached++;
+}
+
+/* First slot whose lo is >= x. */
+static size_t slot_lower_bound(const pg_region_rec_t *r, uintptr_t x) {
+  size_t lo = 0, hi = r->nslots;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (r->sorted[mid]->lo < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static void hash_drop(pg_region_rec_t *r) { HASH_CLEAR(hh, r->slots_by_lo); }
+
+/* Builds the hash once the set is large; if memory runs short the set works without it. */
+static void hash_build(pg_region_rec_t *r) {
+  pg_hash_oom = 0;
+  for (size_t i = 0; i < r->nslots && !pg_hash_oom; i++)
+    HASH_ADD(hh, r->slots_by_lo, lo, sizeof(r->sorted[i]->lo), r->sorted[i]);
+  if (pg_hash_oom) hash_drop(r);
+}
+
+static pg_slot_t *slot_find(pg_region_rec_t *r, uintptr_t lo, size_t *pos) {
+  pg_slot_t *s = NULL;
+  if (r->slots_by_lo) {
+    HASH_FIND(hh, r->slots_by_lo, &lo, sizeof(lo), s);
+    if (s || !pos) return s;
+  }
+  size_t i = slot_lower_bound(r, lo);
+  if (pos) *pos = i;
+  return i < r->nslots && r->sorted[i]->lo == lo ? r->sorted[i] : NULL;
+}
+
+static pg_slot_t *slot_get(pg_region_rec_t *r, uintptr_t lo) {
+  if (!r->sorted) {
+    r->sorted = r->inline_sorted;
+    r->cap_slots = PG_INLINE_SLOTS;
+  }
+  size_t pos = 0;
+  pg_slot_t *s = slot_find(r, lo, &pos);
+  if (s) return s; /* the same buffer copied again: no array shift at all */
+  if (r->nslots == r->cap_slots) {
+    size_t cap = r->cap_slots * 2;
+    pg_slot_t **p = malloc(cap * sizeof(*p));
+    if (!p) return NULL;
+    memcpy(p, r->sorted, r->nslots * sizeof(*p));
+    if (r->sorted != r->inline_sorted) free(r->sorted);
+    r->sorted = p;
+    r->cap_slots = cap;
+  }
+  if (!(s = slot_alloc())) return NULL;
+  s->lo = lo;
+  memmove(&r->sorted[pos + 1], &r->sorted[pos], (r->nslots - pos) * sizeof(*r->sorted));
+  r->sorted[pos] = s;
+  r->nslots++;
+  if (r->slots_by_lo) {
+    pg_hash_oom = 0;
+    HASH_ADD(hh, r->slots_by_lo, lo, sizeof(s->lo), s);
+    if (pg_hash_oom) hash_drop(r);
+  } else if (r->nslots >= PG_HASH_SLOTS) {
+    hash_build(r);
+  }
+  return s;
+}
+
+static void slot_remove(pg_region_rec_t *r, pg_slot_t *s) {
+  size_t pos = slot_lower_bound(r, s->lo);
+  memmove(&r->sorted[pos], &r->sorted[pos + 1], (r->nslots - pos - 1) * sizeof(*r->sorted));
+  r->nslots--;
+  if (r->slots_by_lo) {
+    if (r->nslots < PG_HASH_SLOTS / 2) hash_drop(r); /* hysteresis: no rebuild per copy */
+    else HASH_DEL(r->slots_by_lo, s);
+  }
+  if (r->nslots == 0 && r->sorted != r->inline_sorted) { /* back inside the record */
+    free(r->sorted);
+    r->sorted = r->inline_sorted;
+    r->cap_slots = PG_INLINE_SLOTS;
+  }
+  slot_free(s);
+}
+
+static bool set_insert(pg_region_rec_t *r, pg_acc_t *a) {
+  pg_slot_t *s = slot_get(r, a->pub.lo);
+  if (!s) return false;
+  a->slot = s;
+  a->slot_prev = NULL;
+  a->slot_next = s->accs;
+  if (s->accs) s->accs->slot_prev = a;
+  s->accs = a;
+  if (a->pub.hi > s->maxhi) s->maxhi = a->pub.hi;
+  if (a->pub.hi - a->pub.lo > r->maxlen) r->maxlen = a->pub.hi - a->pub.lo;
+  r->nacc++;
+  return true;
+}
+
+static void set_remove(pg_region_rec_t *r, pg_acc_t *a) {
+  pg_slot_t *s = a->slot;
+  if (a->slot_prev) a->slot_prev->slot_next = a->slot_next;
+  else s->accs = a->slot_next;
+  if (a->slot_next) a->slot_next->slot_prev = a->slot_prev;
+  if (!s->accs) {
+    slot_remove(r, s);
+  } else if (a->pub.hi == s->maxhi) {
+    s->maxhi = 0;
+    for (pg_acc_t *o = s->accs; o; o = o->slot_next)
+      if (o->pub.hi > s->maxhi) s->maxhi = o->pub.hi;
+  }
+  if (--r->nacc == 0) r->maxlen = 0;
+}
+
+/* Visits every access in r's set overlapping [lo, hi). Slots are sorted by start; no access is
+ * longer than maxlen, so the scan down from the last slot starting below hi stops at the first
+ * slot that starts maxlen or more below lo. */
+typedef void (*visit_fn)(pg_acc_t *a, void *ctx);
+static void set_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, visit_fn fn, void *ctx) {
+  for (size_t i = slot_lower_bound(r, hi); i-- > 0;) {
+    pg_slot_t *s = r->sorted[i];
+    if (s->lo < lo && lo - s->lo >= r->maxlen) break;
+    if (s->maxhi <= lo) continue;
+    for (pg_acc_t *a = s->accs; a; a = a->slot_next)
+      if (a->pub.hi > lo) fn(a, ctx);
+  }
+}
+
+void pg_inflight_remove(pg_acc_t *a) {
+  pg_region_rec_t *r = a->region;
+  if (!r) return;
+  pthread_mutex_lock(&r->mu);
+  if (LD(r->gen) == a->region_gen) set_remove(r, a);
+  pthread_mutex_unlock(&r->mu);
+}
+
+void pg_inflight_clear_region(pg_region_rec_t *r) {
+  pthread_mutex_lock(&r->mu);
+  hash_drop(r);
+  for (size_t i = 0; i < r->nslots; i++) free(r->sorted[i]);
+  if (r->sorted && r->sorted != r->inline_sorted) free(r->sorted);
+  r->sorted = NULL;
+  r->nslots = 0;
+  r->nacc = 0;
+  r->maxlen = 0;
+  pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- begin ------------------------------------------------------------------------------------ */
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static atomic_ulong g_next_acc_id = 1;
+
+int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
+                    const pg_origin_t *origin, const pg_stack_t *stack) {
+  uintptr_t lo = (uintptr_t)p, hi = lo + n < lo ? UINTPTR_MAX : lo + n;
+  if (!n || !pg_ops.event_record) return 0;
+  pg_region_hit_t hits[MAX_PIECES];
+  size_t nh = pg_regions_overlapping(lo, hi, hits, MAX_PIECES);
+  if (nh > MAX_PIECES) nh = MAX_PIECES;
+  /* One piece per region, clipped so that no byte is tracked twice when regions overlap. */
+  uintptr_t plo[MAX_PIECES], phi[MAX_PIECES], cur = lo;
+  size_t hit_of[MAX_PIECES], np = 0;
+  for (size_t i = 0; i < nh; i++) {
+    uintptr_t a = hits[i].base > cur ? hits[i].base : cur;
+    uintptr_t b = hits[i].end < hi ? hits[i].end : hi;
+    if (a >= b) continue;
+    plo[np] = a;
+    phi[np] = b;
+    hit_of[np++] = i;
+    cur = b;
+  }
+  if (!np) return 0;
+  pg_stream_t *st = pg_stream_get(stream);
+  if (!st) return 0;
+
+  pg_acc_t *accs[MAX_PIECES];
+  size_t ok = 0;
+  uint64_t t = now_ns(), op = 0;
+  pthread_mutex_lock(&st->mu);
+  pg_stream_legacy_sync(st);
+  for (; ok < np; ok++) {
+    pg_acc_t *a = pg_stream_alloc_acc(st);
+    if (!a) break;
+    cudaEvent_t ev;
+    if (!pg_stream_take_event(st, &ev)) {
+      a->fifo_next = st->free_accs;
+      st->free_accs = a;
+      break;
+    }
+    /* Recorded under the stream's lock, so the FIFO's order is the events' order on the
+     * stream, which retirement relies on. */
+    if (pg_ops.event_record(ev, stream) != cudaSuccess) {
+      pg_stream_give_event(st, ev);
+      a->fifo_next = st->free_accs;
+      st->free_accs = a;
+      break;
+    }
+    uint64_t seq = LD(st->vc[st->id]) + 1;
+    atomic_store_explicit(&st->vc[st->id], seq, memory_order_relaxed);
+    const pg_region_hit_t *h = &hits[hit_of[ok]];
+    uint64_t id = atomic_fetch_add_explicit(&g_next_acc_id, 1, memory_order_relaxed);
+    if (!op) op = id;
+    a->pub = (pg_access_t){
+        .id = id, .op = op, .lo = plo[ok], .hi = phi[ok], .dir = dir, .stream = stream,
+        .stream_id = st->id, .seq = seq, .event = ev, .enqueue_ns = t,
+        .region_base = h->base, .region_size = h->end - h->base,
+    };
+    if (origin) a->pub.origin = *origin;
+    if (stack) a->pub.stack = *stack;
+    else a->pub.stack.depth = 0;
+    a->blocking = LD(st->blocking);
+    atomic_init(&a->inserted, false);
+    a->region = h->rec;
+    a->region_gen = h->gen;
+    a->stream = st;
+    a->fifo_next = NULL;
+    if (st->fifo_tail) st->fifo_tail->fifo_next = a;
+    else st->fifo_head = a;
+    st->fifo_tail = a;
+    accs[ok] = a;
+  }
+  if (ok) pg_stream_clock_changed(st);
+  /* Polling the FIFO head costs an event query; once every few begins keeps the FIFO short. */
+  bool poll = ++st->begins_since_poll >= 8;
+  if (poll) st->begins_since_poll = 0;
+  pthread_mutex_unlock(&st->mu);
+  atomic_fetch_add_explicit(&pg_inflight_total, ok, memory_order_relaxed);
+
+  for (size_t i = 0; i < ok; i++) {
+    pg_acc_t *a = accs[i];
+    pg_region_rec_t *r = a->region;
+    /* Before `inserted` is set: no thread can retire the piece (and call the retire hook) until
+     * its begin hook returned, so a guard page is never protected after its unprotect. */
+    if (pg_hook_begin) pg_hook_begin(a->pub.lo, a->pub.hi, a->pub.dir, pg_hook_ctx);
+    pthread_mutex_lock(&r->mu);
+    /* A region removed since the lookup (or out of memory): the access is not indexed, but it
+     * still retires from its stream. */
+    if (LD(r->gen) != a->region_gen || !set_insert(r, a)) a->region = NULL;
+    atomic_store_explicit(&a->inserted, true, memory_order_release);
+    pthread_mutex_unlock(&r->mu);
+  }
+  if (poll) pg_stream_retire(st, 16); /* no sweeper thread: begins retire their own stream */
+  return ok ? (int)ok : -1;
+}
+
+/* ---- queries ------------------------------------------------------------------------------- */
+typedef struct collect {
+  int mode;                 /* 0 any, 1 may write, 2 conflicts with (dir, st) */
+  pg_dir_t dir;
+  const pg_stream_t *st;
+  pg_access_t *out;
+  size_t cap, total;
+} collect_t;
+
+static void collect(pg_acc_t *a, void *ctx) {
+  collect_t *c = ctx;
+  if (c->mode == 1 && !pg_dir_may_write(a->pub.dir)) return;
+  if (c->mode == 2) {
+    if (!pg_dir_may_write(a->pub.dir) && !pg_dir_may_write(c->dir)) return; /* read/read */
+    if (pg_stream_ordered_after(c->st, a)) return;
+  }
+  if (pg_acc_complete(a)) return; /* cheapest checks first: this one may query the event */
+  if (c->total < c->cap) c->out[c->total] = a->pub;
+  c->total++;
+}
+
+static size_t query(const void *p, size_t n, collect_t *c) {
+  uintptr_t lo = (uintptr_t)p, hi = lo + n < lo ? UINTPTR_MAX : lo + n;
+  if (!n) return 0;
+  pg_region_hit_t hits[MAX_PIECES];
+  size_t nh = pg_regions_overlapping(lo, hi, hits, MAX_PIECES);
+  if (nh > MAX_PIECES) nh = MAX_PIECES;
+  for (size_t i = 0; i < nh; i++) {
+    pg_region_rec_t *r = hits[i].rec;
+    pthread_mutex_lock(&r->mu);
+    if (LD(r->gen) == hits[i].gen) set_visit(r, lo, hi, collect, c);
+    pthread_mutex_unlock(&r->mu);
+  }
+  return c->total;
+}
+
+size_t pg_inflight_query(const void *p, size_t n, int writes_only, pg_access_t *out, size_t cap) {
+  collect_t c = {.mode = writes_only ? 1 : 0, .out = out, .cap = cap};
+  return query(p, n, &c);
+}
+
+size_t pg_access_conflicts(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
+                           pg_access_t *out, size_t cap) {
+  pg_stream_t *st = pg_stream_get(stream);
+  if (!st) return 0;
+  collect_t c = {.mode = 2, .dir = dir, .st = st, .out = out, .cap = cap};
+  return query(p, n, &c);
+}
+
+cudaError_t pg_access_wait(const pg_access_t *a) {
+  /* The event may have been recycled since: only for a later access on the same stream (pools
+   * are per stream, reused after retirement), so waiting on it still covers *a. */
+  cudaError_t err = pg_ops.event_synchronize(a->event);
+  if (err != cudaSuccess) return err;
+  pg_host_learn(a->stream_id, a->seq);
+  if (a->stream_id < PG_MAX_STREAMS) {
+    pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[a->stream_id],
+                                           memory_order_acquire);
+    if (st) pg_stream_retire(st, 0);
+  }
+  return cudaSuccess;
+}
+
+size_t pg_tracker_inflight_count(void) {
+  return atomic_load_explicit(&pg_inflight_total, memory_order_relaxed);
+}

@@ -1,0 +1,486 @@
+/* pg_streams.c: happens-before between streams and the host, with vector clocks as in
+ * PyTorch's CUDA sanitizer: dense stream ids, per-stream sequence numbers, per-stream clocks,
+ * recorded events' clock snapshots, the host's clock, and per-stream FIFO retirement. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_tracker_internal.h"
+
+_Atomic uint64_t pg_host_clock[PG_MAX_STREAMS];
+_Atomic(pg_stream_t *) pg_streams_by_id[PG_MAX_STREAMS];
+atomic_uint pg_nids = 1;
+_Atomic(pg_stream_t *) pg_legacy;
+_Atomic uint64_t pg_legacy_version;
+
+#define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+#define ST(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
+
+/* Stream map: handle -> state. Read-locked only on a thread's cache miss. */
+static pthread_rwlock_t g_map_lock = PTHREAD_RWLOCK_INITIALIZER;
+static pg_stream_t *g_map;
+static pg_stream_t *g_free_streams;
+static atomic_ulong g_map_gen;     /* bumped on destroy: invalidates the thread caches */
+/* A thread usually enqueues on a handful of streams: a small direct-mapped cache of
+ * handle -> state keeps the map's lock off the per-copy path. */
+#define STREAM_CACHE 8
+static __thread struct {
+  cudaStream_t h;
+  pg_stream_t *st;
+  unsigned long gen;
+} t_cache[STREAM_CACHE];
+static __thread pg_stream_t *t_per_thread;
+static pthread_key_t g_ptds_key;
+static pthread_once_t g_ptds_once = PTHREAD_ONCE_INIT;
+
+/* Recorded application events: handle -> clock snapshot. */
+typedef struct ev_snap {
+  cudaEvent_t e;
+  unsigned len, cap;
+  uint64_t *clock;             /* as long as the ids in use when it was recorded */
+  UT_hash_handle hh;
+} ev_snap_t;
+static pthread_mutex_t g_ev_mu = PTHREAD_MUTEX_INITIALIZER;
+static ev_snap_t *g_events;
+
+/* The host sync in progress on this thread (pg_hb_sync_prepare .. pg_hb_sync_done). */
+static __thread uint64_t t_snap[PG_MAX_STREAMS];
+static __thread unsigned t_snap_n;
+
+/* ---- stream states -------------------------------------------------------------------------- */
+static void on_thread_exit(void *p) {
+  pg_stream_t *st = p;
+  ST(st->dead, true);
+  pg_stream_retire(st, 0);
+}
+static void make_ptds_key(void) { pthread_key_create(&g_ptds_key, on_thread_exit); }
+
+/* Map lock held for writing. */
+static pg_stream_t *stream_new(cudaStream_t h, bool blocking, bool legacy) {
+  pg_stream_t *st = g_free_streams;
+  if (st) {
+    g_free_streams = st->next_free;
+    pthread_mutex_lock(&st->mu);
+    /* The old owner's work all retired: the host knows it complete, and the sequence goes on
+     * from there, so clock entries naming this id stay true. */
+    uint64_t own = LD(st->vc[st->id]);
+    pg_atomic_max(&pg_host_clock[st->id], own);
+    for (unsigned i = 0; i < PG_MAX_STREAMS; i++)
+      if (i != st->id) ST(st->vc[i], 0);
+    pthread_mutex_unlock(&st->mu);
+  } else {
+    unsigned id = LD(pg_nids);
+    if (id >= PG_MAX_STREAMS) return NULL;
+    st = calloc(1, sizeof(*st));
+    if (!st) return NULL;
+    pthread_mutex_init(&st->mu, NULL);
+    st->id = id;
+    atomic_store_explicit(&pg_streams_by_id[id], st, memory_order_release);
+    atomic_store_explicit(&pg_nids, id + 1, memory_order_release);
+  }
+  st->handle = h;
+  st->legacy_seen = 0;
+  st->recycled = false;
+  st->next_free = NULL;
+  ST(st->blocking, blocking);
+  ST(st->legacy, legacy);
+  ST(st->dead, false);
+  return st;
+}
+
+static pg_stream_t *per_thread_stream(void) {
+  if (t_per_thread) return t_per_thread;
+  pthread_once(&g_ptds_once, make_ptds_key);
+  pthread_rwlock_wrlock(&g_map_lock);
+  t_per_thread = stream_new(cudaStreamPerThread, true, false);
+  pthread_rwlock_unlock(&g_map_lock);
+  if (t_per_thread) pthread_setspecific(g_ptds_key, t_per_thread);
+  return t_per_thread;
+}
+
+static pg_stream_t *lookup_or_add(cudaStream_t s, int known_flags, unsigned flags) {
+  pg_stream_t *st = NULL;
+  pthread_rwlock_rdlock(&g_map_lock);
+  HASH_FIND(hh, g_map, &s, sizeof(s), st);
+  pthread_rwlock_unlock(&g_map_lock);
+  if (st) return st;
+  bool legacy = (s == 0);
+  if (!legacy && !known_flags) {
+    flags = 0; /* unknown: blocking, the default, which can only hide conflicts */
+    if (pg_ops.stream_get_flags && pg_ops.stream_get_flags(s, &flags) != cudaSuccess) flags = 0;
+  }
+  pthread_rwlock_wrlock(&g_map_lock);
+  HASH_FIND(hh, g_map, &s, sizeof(s), st);
+  if (!st && (st = stream_new(s, legacy || !(flags & cudaStreamNonBlocking), legacy))) {
+    pg_hash_oom = 0;
+    HASH_ADD(hh, g_map, handle, sizeof(st->handle), st);
+    if (pg_hash_oom) {
+      ST(st->dead, true);
+      st->recycled = true;
+      st->next_free = g_free_streams;
+      g_free_streams = st;
+      st = NULL;
+    } else if (legacy) {
+      atomic_store_explicit(&pg_legacy, st, memory_order_release);
+    }
+  }
+  pthread_rwlock_unlock(&g_map_lock);
+  return st;
+}
+
+pg_stream_t *pg_stream_get(cudaStream_t s) {
+  if (s == cudaStreamLegacy) s = 0;
+  if (s == cudaStreamPerThread) return per_thread_stream();
+  unsigned long gen = atomic_load_explicit(&g_map_gen, memory_order_acquire);
+  uintptr_t k = (uintptr_t)s;
+  unsigned slot = (unsigned)((k >> 4) ^ (k >> 12)) % STREAM_CACHE;
+  if (t_cache[slot].st && t_cache[slot].h == s && t_cache[slot].gen == gen)
+    return t_cache[slot].st;
+  pg_stream_t *st = lookup_or_add(s, 0, 0);
+  if (st) {
+    t_cache[slot].h = s;
+    t_cache[slot].st = st;
+    t_cache[slot].gen = gen;
+  }
+  return st;
+}
+
+void pg_hb_stream_flags(cudaStream_t s, unsigned flags) {
+  if (s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread) return;
+  pg_stream_t *st = lookup_or_add(s, 1, flags);
+  if (st) ST(st->blocking, !(flags & cudaStreamNonBlocking));
+}
+
+/* ---- vector clocks -------------------------------------------------------------------------- */
+static void join_into(pg_stream_t *st, const _Atomic uint64_t *src, unsigned n) {
+  for (unsigned i = 1; i < n; i++) {
+    uint64_t v = LD(src[i]);
+    if (v > LD(st->vc[i])) ST(st->vc[i], v);
+  }
+}
+
+void pg_stream_clock_changed(pg_stream_t *st) {
+  if (LD(st->legacy)) atomic_fetch_add_explicit(&pg_legacy_version, 1, memory_order_relaxed);
+}
+
+void pg_stream_legacy_sync(pg_stream_t *st) {
+  if (!LD(st->blocking)) return;
+  unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
+  if (LD(st->legacy)) { /* legacy work waits for all prior work on every blocking stream */
+    for (unsigned id = 1; id < n; id++) {
+      pg_stream_t *b = atomic_load_explicit(&pg_streams_by_id[id], memory_order_acquire);
+      if (!b || b == st || !LD(b->blocking)) continue; /* destroyed ones' work still runs */
+      join_into(st, b->vc, n);
+    }
+    pg_stream_clock_changed(st);
+    return;
+  }
+  pg_stream_t *L = atomic_load_explicit(&pg_legacy, memory_order_acquire);
+  if (!L) return;
+  uint64_t v = atomic_load_explicit(&pg_legacy_version, memory_order_relaxed);
+  if (v == st->legacy_seen) return; /* nothing new on the legacy stream: skip the O(n) join */
+  join_into(st, L->vc, n);
+  st->legacy_seen = v;
+}
+
+void pg_host_learn(uint32_t id, uint64_t seq) {
+  if (id && id < PG_MAX_STREAMS) pg_atomic_max(&pg_host_clock[id], seq);
+}
+
+bool pg_acc_complete(const pg_acc_t *a) {
+  if (LD(pg_host_clock[a->pub.stream_id]) >= a->pub.seq) return true;
+  if (pg_ops.event_query(a->pub.event) != cudaSuccess) return false;
+  pg_host_learn(a->pub.stream_id, a->pub.seq); /* a stream completes in order */
+  return true;
+}
+
+bool pg_stream_ordered_after(const pg_stream_t *st, const pg_acc_t *a) {
+  uint32_t sid = a->pub.stream_id;
+  if (sid == st->id || LD(st->vc[sid]) >= a->pub.seq) return true;
+  if (!LD(st->blocking) || !a->blocking) return false;
+  if (LD(st->legacy)) return true;
+  pg_stream_t *L = atomic_load_explicit(&pg_legacy, memory_order_acquire);
+  if (!L) return false;
+  return sid == L->id || LD(L->vc[sid]) >= a->pub.seq;
+}
+
+/* ---- pools ------------------------------------------------------------------------------------ */
+bool pg_stream_take_event(pg_stream_t *st, cudaEvent_t *e) {
+  if (st->npool) {
+    *e = st->pool[--st->npool];
+    return true;
+  }
+  return pg_ops.event_create_with_flags(e, cudaEventDisableTiming) == cudaSuccess;
+}
+
+void pg_stream_give_event(pg_stream_t *st, cudaEvent_t e) {
+  if (st->npool == st->cap_pool) {
+    size_t cap = st->cap_pool ? st->cap_pool * 2 : 16;
+    cudaEvent_t *p = realloc(st->pool, cap * sizeof(*p));
+    if (!p) {
+      pg_ops.event_destroy(e);
+      return;
+    }
+    st->pool = p;
+    st->cap_pool = cap;
+  }
+  st->pool[st->npool++] = e;
+}
+
+pg_acc_t *pg_stream_alloc_acc(pg_stream_t *st) {
+  pg_acc_t *a = st->free_accs;
+  if (a) st->free_accs = a->fifo_next;
+  else a = malloc(sizeof(*a));
+  return a;
+}
+
+/* ---- retirement ------------------------------------------------------------------------------- */
+static void maybe_recycle(pg_stream_t *st) {
+  if (!LD(st->dead) || LD(st->legacy)) return;
+  pthread_rwlock_wrlock(&g_map_lock);
+  pthread_mutex_lock(&st->mu);
+  bool drained = st->fifo_head == NULL;
+  pthread_mutex_unlock(&st->mu);
+  if (drained && LD(st->dead) && !st->recycled) {
+    st->recycled = true;
+    st->next_free = g_free_streams;
+    g_free_streams = st;
+  }
+  pthread_rwlock_unlock(&g_map_lock);
+}
+
+void pg_stream_retire(pg_stream_t *st, size_t max) {
+  for (size_t done = 0; !max || done < max; done++) {
+    pthread_mutex_lock(&st->mu);
+    pg_acc_t *a = st->fifo_head;
+    /* Only the oldest needs polling: a stream completes in order. An access not yet in its
+     * region's set is still being begun by another thread; it retires next time. */
+    if (!a || !atomic_load_explicit(&a->inserted, memory_order_acquire) ||
+        !pg_acc_complete(a)) {
+      pthread_mutex_unlock(&st->mu);
+      break;
+    }
+    st->fifo_head = a->fifo_next;
+    if (!st->fifo_head) st->fifo_tail = NULL;
+    pthread_mutex_unlock(&st->mu);
+
+    pg_inflight_remove(a);
+    if (pg_hook_retire) pg_hook_retire(a->pub.lo, a->pub.hi, a->pub.dir, pg_hook_ctx);
+    atomic_fetch_sub_explicit(&pg_inflight_total, 1, memory_order_relaxed);
+
+    pthread_mutex_lock(&st->mu);
+    pg_stream_give_event(st, a->pub.event);
+    a->fifo_next = st->free_accs;
+    st->free_accs = a;
+    pthread_mutex_unlock(&st->mu);
+  }
+  if (LD(st->dead)) maybe_recycle(st);
+}
+
+void pg_tracker_retire(void) {
+  unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
+  for (unsigned id = 1; id < n; id++) {
+    pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[id], memory_order_acquire);
+    if (st) pg_stream_retire(st, 0);
+  }
+}
+
+/* Host learned snap[0..n): retires the streams whose entry moved. */
+static void host_learn_all(const uint64_t *snap, unsigned n) {
+  for (unsigned id = 1; id < n; id++) {
+    if (!snap[id] || LD(pg_host_clock[id]) >= snap[id]) continue;
+    pg_atomic_max(&pg_host_clock[id], snap[id]);
+    pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[id], memory_order_acquire);
+    if (st) pg_stream_retire(st, 0);
+  }
+}
+
+/* ---- happens-before entry points ------------------------------------------------------------- */
+void pg_hb_enqueue(cudaStream_t s) {
+  pg_stream_t *st = pg_stream_get(s);
+  if (!st) return;
+  pthread_mutex_lock(&st->mu);
+  pg_stream_legacy_sync(st);
+  pthread_mutex_unlock(&st->mu);
+}
+
+void pg_hb_event_record(cudaEvent_t e, cudaStream_t s) {
+  pg_stream_t *st = pg_stream_get(s);
+  if (!st || !e) return;
+  uint64_t clock[PG_MAX_STREAMS];
+  pthread_mutex_lock(&st->mu);
+  pg_stream_legacy_sync(st); /* recording is an op: under legacy rules it waits too */
+  unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
+  for (unsigned i = 0; i < n; i++) clock[i] = LD(st->vc[i]);
+  pthread_mutex_unlock(&st->mu);
+
+  pthread_mutex_lock(&g_ev_mu);
+  ev_snap_t *ev = NULL;
+  HASH_FIND(hh, g_events, &e, sizeof(e), ev);
+  if (!ev && (ev = calloc(1, sizeof(*ev)))) {
+    ev->e = e;
+    pg_hash_oom = 0;
+    HASH_ADD(hh, g_events, e, sizeof(ev->e), ev);
+    if (pg_hash_oom) {
+      free(ev);
+      ev = NULL;
+    }
+  }
+  if (ev && n > ev->cap) {
+    uint64_t *c = realloc(ev->clock, n * sizeof(uint64_t));
+    if (c) {
+      ev->clock = c;
+      ev->cap = n;
+    }
+  }
+  if (ev && n <= ev->cap) {
+    memcpy(ev->clock, clock, n * sizeof(uint64_t));
+    ev->len = n;
+  } else if (ev) {
+    ev->len = 0; /* out of memory: the event orders nothing, which can only hide conflicts */
+  }
+  pthread_mutex_unlock(&g_ev_mu);
+}
+
+/* Copies e's snapshot into clock; its length, 0 if e was never recorded. */
+static unsigned event_clock(cudaEvent_t e, uint64_t *clock) {
+  unsigned n = 0;
+  pthread_mutex_lock(&g_ev_mu);
+  ev_snap_t *ev = NULL;
+  HASH_FIND(hh, g_events, &e, sizeof(e), ev);
+  if (ev) {
+    n = ev->len;
+    memcpy(clock, ev->clock, n * sizeof(uint64_t));
+  }
+  pthread_mutex_unlock(&g_ev_mu);
+  return n;
+}
+
+void pg_hb_stream_wait_event(cudaStream_t s, cudaEvent_t e) {
+  uint64_t clock[PG_MAX_STREAMS];
+  unsigned n = event_clock(e, clock);
+  pg_stream_t *st = pg_stream_get(s);
+  if (!st) return;
+  pthread_mutex_lock(&st->mu);
+  pg_stream_legacy_sync(st);
+  for (unsigned i = 1; i < n; i++)
+    if (clock[i] > LD(st->vc[i])) ST(st->vc[i], clock[i]);
+  pg_stream_clock_changed(st);
+  pthread_mutex_unlock(&st->mu);
+}
+
+void pg_hb_event_completed(cudaEvent_t e) {
+  uint64_t clock[PG_MAX_STREAMS];
+  unsigned n = event_clock(e, clock);
+  host_learn_all(clock, n);
+}
+
+void pg_hb_event_destroyed(cudaEvent_t e) {
+  pthread_mutex_lock(&g_ev_mu);
+  ev_snap_t *ev = NULL;
+  HASH_FIND(hh, g_events, &e, sizeof(e), ev);
+  if (ev) {
+    HASH_DEL(g_events, ev);
+    free(ev->clock);
+    free(ev);
+  }
+  pthread_mutex_unlock(&g_ev_mu);
+}
+
+void pg_hb_stream_destroyed(cudaStream_t s) {
+  if (s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread) return;
+  pg_stream_t *st = NULL;
+  pthread_rwlock_wrlock(&g_map_lock);
+  HASH_FIND(hh, g_map, &s, sizeof(s), st);
+  if (st) {
+    HASH_DEL(g_map, st);
+    ST(st->dead, true);
+    atomic_fetch_add_explicit(&g_map_gen, 1, memory_order_release);
+  }
+  pthread_rwlock_unlock(&g_map_lock);
+  if (st) pg_stream_retire(st, 0); /* recycles it once its work has drained */
+}
+
+void pg_hb_sync_prepare(cudaStream_t s) {
+  t_snap_n = 0;
+  pg_stream_t *st = pg_stream_get(s);
+  if (!st) return;
+  unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
+  pthread_mutex_lock(&st->mu);
+  for (unsigned i = 0; i < n; i++) t_snap[i] = LD(st->vc[i]);
+  pthread_mutex_unlock(&st->mu);
+  t_snap_n = n;
+}
+
+void pg_hb_sync_prepare_device(void) {
+  unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
+  for (unsigned id = 0; id < n; id++) {
+    pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[id], memory_order_acquire);
+    t_snap[id] = st ? LD(st->vc[id]) : 0;
+  }
+  t_snap_n = n;
+}
+
+void pg_hb_sync_done(int succeeded) {
+  unsigned n = t_snap_n;
+  t_snap_n = 0;
+  if (succeeded) host_learn_all(t_snap, n);
+}
+
+/* ---- fork ------------------------------------------------------------------------------------- */
+static void each_stream(void (*fn)(pg_stream_t *)) {
+  unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
+  for (unsigned id = 1; id < n; id++) {
+    pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[id], memory_order_acquire);
+    if (st) fn(st);
+  }
+}
+static void lock_stream(pg_stream_t *st) { pthread_mutex_lock(&st->mu); }
+static void unlock_stream(pg_stream_t *st) { pthread_mutex_unlock(&st->mu); }
+
+/* The child has no GPU work in flight: every access is dropped (its event belongs to the
+ * parent's context, so it is forgotten, not destroyed) and the host knows all of it complete. */
+static void reset_stream(pg_stream_t *st) {
+  pg_acc_t *a = st->fifo_head;
+  while (a) {
+    pg_acc_t *next = a->fifo_next;
+    free(a);
+    a = next;
+  }
+  st->fifo_head = st->fifo_tail = NULL;
+  while (st->free_accs) {
+    a = st->free_accs;
+    st->free_accs = a->fifo_next;
+    free(a);
+  }
+  st->npool = 0;
+  pg_atomic_max(&pg_host_clock[st->id], LD(st->vc[st->id]));
+  pthread_mutex_unlock(&st->mu);
+}
+
+void pg_streams_lock_map(bool lock) {
+  if (lock) pthread_rwlock_wrlock(&g_map_lock);
+  else pthread_rwlock_unlock(&g_map_lock);
+}
+
+/* A fork child cannot unlock the map lock its parent's thread took: glibc recognises a rwlock's
+ * writer by thread id, which changed with the fork, and would treat the unlock as a reader's,
+ * leaving the lock held for good (the next fork of that child would hang). The child is alone,
+ * so it starts over with a fresh lock. */
+void pg_streams_reset_map_lock_child(void) {
+  pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
+  memcpy(&g_map_lock, &fresh, sizeof fresh);
+}
+
+void pg_streams_atfork(int phase) {
+  if (phase == 0) {
+    each_stream(lock_stream);
+  } else {
+    each_stream(phase == 2 ? reset_stream : unlock_stream);
+    if (phase == 2) atomic_store_explicit(&pg_inflight_total, 0, memory_order_relaxed);
+  }
+}
+
+void pg_events_atfork(int phase) {
+  if (phase == 0) pthread_mutex_lock(&g_ev_mu);
+  else pthread_mutex_unlock(&g_ev_mu);
+}

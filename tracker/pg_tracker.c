@@ -1,0 +1,57 @@
+/* pg_tracker.c: the tracker's setup (the real CUDA functions, guard-page hooks) and its fork
+ * handlers, which take every lock in the documented order and reset the child's in-flight
+ * state. */
+#include <string.h>
+
+#include "pg_tracker_internal.h"
+
+pg_cuda_ops_t pg_ops;
+pg_access_hook_fn pg_hook_begin, pg_hook_retire;
+void *pg_hook_ctx;
+atomic_size_t pg_inflight_total;
+__thread int pg_hash_oom;
+
+int pg_tracker_init(const pg_cuda_ops_t *ops) {
+  if (!ops || !ops->event_create_with_flags || !ops->event_record || !ops->event_query ||
+      !ops->event_synchronize || !ops->event_destroy)
+    return -1;
+  pg_ops = *ops;
+  return 0;
+}
+
+void pg_tracker_set_hooks(pg_access_hook_fn on_begin, pg_access_hook_fn on_retire, void *ctx) {
+  pg_hook_ctx = ctx;
+  pg_hook_begin = on_begin;
+  pg_hook_retire = on_retire;
+}
+
+static void lock_rec(pg_region_rec_t *r) { pthread_mutex_lock(&r->mu); }
+static void unlock_rec(pg_region_rec_t *r) { pthread_mutex_unlock(&r->mu); }
+static void reset_rec(pg_region_rec_t *r) {
+  pthread_mutex_unlock(&r->mu);
+  pg_inflight_clear_region(r); /* the child inherited the parent's in-flight pieces */
+}
+
+void pg_tracker_atfork_prepare(void) {
+  pg_events_atfork(0);
+  pg_streams_lock_map(true);
+  pg_regions_lock_writer();
+  pg_regions_for_each_rec(lock_rec);
+  pg_streams_atfork(0);
+}
+
+void pg_tracker_atfork_parent(void) {
+  pg_streams_atfork(1);
+  pg_regions_for_each_rec(unlock_rec);
+  pg_regions_unlock_writer();
+  pg_streams_lock_map(false);
+  pg_events_atfork(1);
+}
+
+void pg_tracker_atfork_child(void) {
+  pg_regions_for_each_rec(reset_rec); /* before the streams free the access records */
+  pg_streams_atfork(2);
+  pg_regions_unlock_writer();
+  pg_streams_reset_map_lock_child();
+  pg_events_atfork(1);
+}

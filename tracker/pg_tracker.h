@@ -1,0 +1,122 @@
+/* pg_tracker.h: pinned regions, the in-flight table of asynchronous GPU accesses to them, and
+ * the happens-before relation (vector clocks) that says which accesses are ordered or complete.
+ * The tracker never links libcudart: the shim hands it the real CUDA functions it needs. */
+#ifndef PG_TRACKER_H
+#define PG_TRACKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#include "pg_kinds.h"
+#include "pg_stack.h"
+
+/* ---- setup ----------------------------------------------------------------------------------
+ * The real runtime functions the tracker calls. All but stream_get_flags are required. */
+typedef struct pg_cuda_ops {
+  cudaError_t (*event_create_with_flags)(cudaEvent_t *e, unsigned flags);
+  cudaError_t (*event_record)(cudaEvent_t e, cudaStream_t s);
+  cudaError_t (*event_query)(cudaEvent_t e);
+  cudaError_t (*event_synchronize)(cudaEvent_t e);
+  cudaError_t (*event_destroy)(cudaEvent_t e);
+  /* Optional: asked once per stream the first time it is seen; NULL = every stream blocking. */
+  cudaError_t (*stream_get_flags)(cudaStream_t s, unsigned *flags);
+} pg_cuda_ops_t;
+
+/* Copies *ops; call once, before any other thread uses the tracker. 0, or -1 if a required
+ * function is missing. */
+int pg_tracker_init(const pg_cuda_ops_t *ops);
+
+/* Guard-page hooks (optional, NULL to clear; set before tracking starts): called outside every
+ * tracker lock when an access piece starts being tracked (before any thread can retire it) and
+ * when it retires. */
+typedef void (*pg_access_hook_fn)(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx);
+void pg_tracker_set_hooks(pg_access_hook_fn on_begin, pg_access_hook_fn on_retire, void *ctx);
+
+/* ---- pinned regions (lock-free lookups) -------------------------------------------------- */
+typedef struct pg_region {
+  uintptr_t base;
+  size_t size;
+  pg_pin_how_t how;
+  unsigned flags;       /* cudaHostAlloc / cudaHostRegister flags */
+  uint64_t id;          /* unique for the life of the process; 0 never used */
+} pg_region_t;
+
+/* Adds [base, base+size). Overlapping or duplicate adds are kept side by side. 0, or -1 (OOM). */
+int pg_region_add(const void *base, size_t size, pg_pin_how_t how, unsigned flags,
+                  const pg_stack_t *alloc_stack);
+/* Removes the most recently added region starting exactly at base; its in-flight accesses stop
+ * being tracked. 1 and *out (if non-NULL) filled, or 0 if none starts there. */
+int pg_region_remove(const void *base, pg_region_t *out);
+/* The region containing p (the latest-based one if several do): 1 and *out, or 0. */
+int pg_region_find(const void *p, pg_region_t *out);
+/* Regions overlapping [p, p+n), ascending by base: fills min(total, cap), returns total. */
+size_t pg_region_find_range(const void *p, size_t n, pg_region_t *out, size_t cap);
+/* The allocation stack of region id (still registered): 1 and *out, or 0. */
+int pg_region_stack(uint64_t id, pg_stack_t *out);
+size_t pg_region_count(void);
+
+/* ---- the in-flight table -------------------------------------------------------------------
+ * An access is recorded per region it touches ("piece"), each with its own completion event. */
+typedef struct pg_origin {
+  const char *what;     /* static text, e.g. "copy device->host" or the kernel's name */
+  const void *func;     /* kernel function, NULL for copies */
+} pg_origin_t;
+
+typedef struct pg_access {
+  uint64_t id;          /* unique per piece */
+  uint64_t op;          /* id of the first piece of the same GPU operation */
+  uintptr_t lo, hi;     /* host range [lo, hi), clipped to the region */
+  pg_dir_t dir;
+  cudaStream_t stream;  /* as passed to pg_access_begin */
+  uint32_t stream_id;   /* dense id (vector clock index) */
+  uint64_t seq;         /* position in the stream's order */
+  cudaEvent_t event;    /* recorded on the stream right after the access was enqueued */
+  uint64_t enqueue_ns;  /* CLOCK_MONOTONIC */
+  uintptr_t region_base;
+  size_t region_size;
+  pg_origin_t origin;
+  pg_stack_t stack;     /* the enqueuing call site */
+} pg_access_t;
+
+/* After the real call enqueued the access on stream (never a capturing stream): records a pool
+ * event on it and tracks the parts of [p, p+n) that lie in regions. Returns pieces tracked
+ * (0: no region there), or -1 when no event could be had (the access is then not tracked). */
+int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
+                    const pg_origin_t *origin, const pg_stack_t *stack);
+/* In-flight accesses overlapping [p, p+n): all of them, or only those that may write
+ * (writes_only). Fills min(total, cap) of out, returns total. Completed ones are not counted. */
+size_t pg_inflight_query(const void *p, size_t n, int writes_only, pg_access_t *out, size_t cap);
+/* Before enqueuing an access (dir) to [p, p+n) on stream: the in-flight accesses from other
+ * streams it would race with (RAW/WAR/WAW; read/read never), i.e. not ordered before it. */
+size_t pg_access_conflicts(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
+                           pg_access_t *out, size_t cap);
+/* Blocks until the access *a completed (its event), then retires it. The real call's error. */
+cudaError_t pg_access_wait(const pg_access_t *a);
+/* Retires every completed access (polls each stream's oldest pending event). */
+void pg_tracker_retire(void);
+size_t pg_tracker_inflight_count(void);
+
+/* ---- happens-before: call after each successful real call ---------------------------------- */
+/* Optional: the flags a stream was created with (else stream_get_flags is asked once). */
+void pg_hb_stream_flags(cudaStream_t s, unsigned flags);
+void pg_hb_event_record(cudaEvent_t e, cudaStream_t s);        /* cudaEventRecord[WithFlags] */
+void pg_hb_stream_wait_event(cudaStream_t s, cudaEvent_t e);   /* cudaStreamWaitEvent */
+void pg_hb_event_completed(cudaEvent_t e);    /* cudaEventSynchronize, or query == success */
+void pg_hb_event_destroyed(cudaEvent_t e);
+void pg_hb_stream_destroyed(cudaStream_t s);
+/* Untracked work enqueued on s (a kernel with no host pointer, a memset): needed only for the
+ * legacy default stream's implicit ordering. */
+void pg_hb_enqueue(cudaStream_t s);
+/* Host syncs come in two halves, because other threads may enqueue while the call blocks: the
+ * snapshot (thread-local) is taken before the real call and learned after it succeeded. */
+void pg_hb_sync_prepare(cudaStream_t s);      /* before cudaStreamSynchronize / cudaStreamQuery */
+void pg_hb_sync_prepare_device(void);         /* before cudaDeviceSynchronize */
+void pg_hb_sync_done(int succeeded);          /* after either */
+
+/* ---- fork ------------------------------------------------------------------------------------ */
+void pg_tracker_atfork_prepare(void);   /* takes every tracker lock */
+void pg_tracker_atfork_parent(void);    /* releases them */
+void pg_tracker_atfork_child(void);     /* releases them; forgets in-flight work, keeps regions */
+
+#endif /* PG_TRACKER_H */

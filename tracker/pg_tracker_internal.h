@@ -1,0 +1,165 @@
+/* pg_tracker_internal.h: what the tracker's files share with each other and nothing else:
+ * region records, stream states with their vector clocks, access records, and the locks between
+ * them. Lock order: events -> stream map -> region writer -> region record -> stream state. */
+#ifndef PG_TRACKER_INTERNAL_H
+#define PG_TRACKER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "pg_tracker.h"
+
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(obj) (pg_hash_oom = 1)
+extern __thread int pg_hash_oom; /* set when a uthash add could not allocate */
+#include <uthash.h>
+
+/* Dense stream ids index the vector clocks; id 0 is never used. Beyond this many streams alive
+ * at once, new streams are not tracked. */
+#define PG_MAX_STREAMS 512
+
+/* A region's in-flight set keeps its first slots inside the record (one cache line), and adds a
+ * uthash by address once it holds PG_HASH_SLOTS distinct starts. */
+#define PG_INLINE_SLOTS 6
+#define PG_HASH_SLOTS 16
+
+typedef struct pg_acc pg_acc_t;
+typedef struct pg_slot pg_slot_t;
+typedef struct pg_stream pg_stream_t;
+typedef struct pg_region_rec pg_region_rec_t;
+
+extern pg_cuda_ops_t pg_ops;
+extern pg_access_hook_fn pg_hook_begin, pg_hook_retire;
+extern void *pg_hook_ctx;
+extern atomic_size_t pg_inflight_total;
+
+/* ---- regions (pg_regions.c) ---------------------------------------------------------------- */
+/* Type-stable: never freed, recycled with gen bumped, so a lock-free reader holding a stale
+ * pointer reads a valid record and notices the generation changed. */
+struct pg_region_rec {
+  _Atomic uint64_t gen;
+  _Atomic uint64_t id;
+  _Atomic int how;
+  _Atomic unsigned flags;
+  pthread_mutex_t mu;          /* protects everything below */
+  /* in-flight set: slots (one per distinct access start) sorted by lo, and hashed by lo once
+   * there are many (PG_HASH_SLOTS) */
+  pg_slot_t **sorted;          /* inline_sorted until it outgrows it */
+  size_t nslots, cap_slots;
+  pg_slot_t *slots_by_lo;      /* uthash, or NULL while the set is small */
+  uintptr_t maxlen;            /* longest access in the set since it was last empty */
+  size_t nacc;
+  pg_slot_t *inline_sorted[PG_INLINE_SLOTS];
+  pg_stack_t stack;            /* last: cold, read only for reports */
+  /* writer side, under the region writer lock */
+  uintptr_t key_base;          /* uthash key (exact base) */
+  UT_hash_handle hh;
+  pg_region_rec_t *dup_older;  /* older registration with the same base */
+  pg_region_rec_t *next_all, *next_free;
+};
+
+/* One region overlapping a queried range, as seen by a lock-free read. */
+typedef struct pg_region_hit {
+  pg_region_rec_t *rec;
+  uint64_t gen;
+  uintptr_t base, end;
+} pg_region_hit_t;
+
+/* Regions overlapping [lo, hi), ascending by base; fills min(total, cap), returns total. */
+size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap);
+/* Calls fn on every region record ever allocated (fork handlers). */
+void pg_regions_for_each_rec(void (*fn)(pg_region_rec_t *));
+void pg_regions_lock_writer(void);
+void pg_regions_unlock_writer(void);
+
+/* ---- the in-flight set of one region (pg_inflight.c), region mu held ---------------------- */
+struct pg_slot {
+  uintptr_t lo;                /* uthash key */
+  uintptr_t maxhi;
+  pg_acc_t *accs;
+  UT_hash_handle hh;
+};
+
+struct pg_acc {
+  pg_access_t pub;
+  bool blocking;               /* its stream is ordered by the legacy default stream */
+  atomic_bool inserted;        /* in its region's set (or orphaned): retirement may take it */
+  pg_region_rec_t *region;
+  uint64_t region_gen;
+  pg_slot_t *slot;
+  pg_acc_t *slot_next, *slot_prev;
+  pg_acc_t *fifo_next;
+  pg_stream_t *stream;
+};
+
+/* Drops a region's whole in-flight set (region removed, or fork child); accesses stay in their
+ * stream FIFOs and retire there. */
+void pg_inflight_clear_region(pg_region_rec_t *rec);
+/* Takes a retired access out of its region's set (no-op if the region went away). */
+void pg_inflight_remove(pg_acc_t *a);
+
+/* ---- streams and vector clocks (pg_streams.c) --------------------------------------------- */
+/* Type-stable and bound to one dense id for life; recycled for a new stream once the old one
+ * was destroyed and its work drained, continuing its sequence so old clock entries stay true. */
+struct pg_stream {
+  cudaStream_t handle;
+  uint32_t id;
+  atomic_bool blocking;        /* not cudaStreamNonBlocking: ordered by the legacy stream */
+  atomic_bool legacy;          /* the legacy default stream */
+  atomic_bool dead;            /* destroyed (or its thread exited); recycled once drained */
+  bool recycled;               /* on the free list (stream map lock) */
+  pthread_mutex_t mu;          /* protects the FIFO, pools, and writes to vc */
+  _Atomic uint64_t vc[PG_MAX_STREAMS]; /* vc[id] is this stream's own sequence */
+  uint64_t legacy_seen;        /* legacy stream clock version last joined */
+  pg_acc_t *fifo_head, *fifo_tail;
+  unsigned begins_since_poll;  /* begins since this stream's FIFO head was last polled */
+  cudaEvent_t *pool;           /* idle completion events */
+  size_t npool, cap_pool;
+  pg_acc_t *free_accs;
+  UT_hash_handle hh;           /* stream map, keyed by handle */
+  pg_stream_t *next_free;
+};
+
+extern _Atomic uint64_t pg_host_clock[PG_MAX_STREAMS];
+extern _Atomic(pg_stream_t *) pg_streams_by_id[PG_MAX_STREAMS];
+extern atomic_uint pg_nids;    /* ids in use are 1 .. pg_nids-1 */
+extern _Atomic(pg_stream_t *) pg_legacy;
+extern _Atomic uint64_t pg_legacy_version;
+
+/* The state for a stream handle (0 and cudaStreamLegacy are the legacy stream,
+ * cudaStreamPerThread the calling thread's); NULL when out of ids or memory. */
+pg_stream_t *pg_stream_get(cudaStream_t s);
+/* Applies the legacy default stream's implicit ordering to an op about to be enqueued on st.
+ * st->mu held. */
+void pg_stream_legacy_sync(pg_stream_t *st);
+/* Host learned that clock entry id reached seq. */
+void pg_host_learn(uint32_t id, uint64_t seq);
+/* st->mu held: a completion event from st's pool (false if none could be created), an access
+ * record from its free list or the heap (NULL on OOM). */
+bool pg_stream_take_event(pg_stream_t *st, cudaEvent_t *e);
+void pg_stream_give_event(pg_stream_t *st, cudaEvent_t e);
+pg_acc_t *pg_stream_alloc_acc(pg_stream_t *st);
+/* st->mu held: st's clock changed (the legacy stream's version moves with it). */
+void pg_stream_clock_changed(pg_stream_t *st);
+/* Retires the completed head of st's FIFO, at most `max` accesses (0 = all completed). */
+void pg_stream_retire(pg_stream_t *st, size_t max);
+/* Whether access a is known complete (host clock, else its event); learns what it finds. */
+bool pg_acc_complete(const pg_acc_t *a);
+/* Whether an access on st enqueued now is ordered after a. */
+bool pg_stream_ordered_after(const pg_stream_t *st, const pg_acc_t *a);
+/* Fork: the stream map lock, then every stream's lock (0 prepare, 1 parent, 2 child). */
+void pg_streams_lock_map(bool lock);
+void pg_streams_atfork(int phase);
+void pg_streams_reset_map_lock_child(void);
+void pg_events_atfork(int phase);
+
+static inline void pg_atomic_max(_Atomic uint64_t *v, uint64_t x) {
+  uint64_t cur = atomic_load_explicit(v, memory_order_relaxed);
+  while (cur < x &&
+         !atomic_compare_exchange_weak_explicit(v, &cur, x, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+  }
+}
+
+#endif /* PG_TRACKER_INTERNAL_H */
