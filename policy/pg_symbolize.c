@@ -12,7 +12,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -212,6 +214,46 @@ static void helper_path(const Dl_info *di, char *out, size_t cap) {
   pg_buf_puts(&b, "/exe");
 }
 
+/* The function containing `addr` from the module's own symbol table (.symtab), which names
+ * static functions that dladdr cannot see. Signal-safe: open, mmap and nothing else; the file is
+ * mapped for the lookup only. `addr` is a module offset (a link-time address for ET_EXEC). */
+static bool symtab_function(const char *path, uintptr_t addr, char *out, size_t cap) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat stb;
+  bool found = false;
+  if (fstat(fd, &stb) == 0 && stb.st_size > (off_t)sizeof(ElfW(Ehdr))) {
+    size_t len = (size_t)stb.st_size;
+    const unsigned char *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m != MAP_FAILED) {
+      const ElfW(Ehdr) *eh = (const void *)m;
+      size_t shend = eh->e_shoff + (size_t)eh->e_shnum * sizeof(ElfW(Shdr));
+      if (memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_shoff && shend <= len) {
+        const ElfW(Shdr) *sh = (const void *)(m + eh->e_shoff);
+        for (unsigned i = 0; i < eh->e_shnum && !found; i++) {
+          if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
+          const ElfW(Shdr) *strs = &sh[sh[i].sh_link];
+          if (sh[i].sh_offset + sh[i].sh_size > len || strs->sh_offset + strs->sh_size > len)
+            continue;
+          const ElfW(Sym) *sym = (const void *)(m + sh[i].sh_offset);
+          size_t nsym = sh[i].sh_size / sizeof *sym;
+          for (size_t k = 0; k < nsym; k++) {
+            if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC || !sym[k].st_size) continue;
+            if (addr < sym[k].st_value || addr >= sym[k].st_value + sym[k].st_size) continue;
+            if (sym[k].st_name >= strs->sh_size) break;
+            copy_str(out, cap, (const char *)m + strs->sh_offset + sym[k].st_name);
+            found = true;
+            break;
+          }
+        }
+      }
+      munmap((void *)m, len);
+    }
+  }
+  close(fd);
+  return found;
+}
+
 static void symbolize_pc(void *pc, bool use_addr2line, pg_frame_t *f) {
   memset(f, 0, sizeof *f);
   f->pc = pc;
@@ -220,14 +262,15 @@ static void symbolize_pc(void *pc, bool use_addr2line, pg_frame_t *f) {
   copy_str(f->module, sizeof f->module, di.dli_fname);
   f->module_offset = (uintptr_t)pc - (uintptr_t)di.dli_fbase;
   if (di.dli_sname) copy_str(f->function, sizeof f->function, di.dli_sname);
-  if (!use_addr2line || !find_addr2line()) return;
   /* Non-PIE executables are linked at their run-time address; everything else is asked by
    * module offset. Return addresses point after the call, so pc-1 lands in the call's line. */
   const ElfW(Ehdr) *eh = di.dli_fbase;
   uintptr_t addr = eh->e_type == ET_EXEC ? (uintptr_t)pc : f->module_offset;
   char path[256];
   helper_path(&di, path, sizeof path);
-  ask_addr2line(path, addr ? addr - 1 : 0, f);
+  if (use_addr2line && find_addr2line()) ask_addr2line(path, addr ? addr - 1 : 0, f);
+  /* A static function has no dynamic symbol; its own symbol table still names it. */
+  if (!f->function[0]) symtab_function(path, addr ? addr - 1 : 0, f->function, sizeof f->function);
 }
 
 void pg_symbolize_stack(const pg_stack_t *s, unsigned max_depth, bool use_addr2line,

@@ -79,6 +79,7 @@ static int kv_setup(kv_engine_t *e, const kv_config_t *cfg) {
   e->sendbuf = kv_big_alloc(e->chunk_bytes);
   e->fetchbuf = kv_big_alloc(e->chunk_bytes);
   e->pcache = kv_pcache_create();
+  if (e->pcache) kv_pcache_set_release_annotation(e->pcache, !cfg->no_release_annotation);
   if (!e->ids_host || !e->sendbuf || !e->fetchbuf || !e->pcache) {
     fprintf(stderr, "kvxfer: out of memory\n");
     return 0;

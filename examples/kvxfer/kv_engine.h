@@ -24,6 +24,7 @@ typedef struct kv_config {
   kv_bug_t bug;
   int compute_us;      /* simulated model compute before each transfer, on the KV stream */
   int annotate_commit; /* call pinguard_commit() on a staging chunk before committing it */
+  int no_release_annotation; /* the pinned allocator does not call pinguard_release */
 } kv_config_t;
 
 typedef struct kv_result {

@@ -41,6 +41,9 @@ void kv_print_usage(FILE *out) {
           "  --compute-us US       simulated model compute before each transfer (default 2000)\n"
           "  --annotate-commit     call pinguard_commit() on each chunk before committing it\n"
           "                        (a no-op unless pinguard is preloaded)\n"
+          "  --no-release-annotation\n"
+          "                        the pinned allocator does not call pinguard_release()\n"
+          "                        (what guard pages must catch on their own)\n"
           "  --json                also print a one-line JSON summary\n"
           "  --help                this text\n");
 }
@@ -83,6 +86,7 @@ int kv_parse_options(int argc, char **argv, kv_cli_t *cli) {
                                            {"json", no_argument, NULL, 'j'},
                                            {"help", no_argument, NULL, 'h'},
                                            {"annotate-commit", no_argument, NULL, 'a'},
+                                           {"no-release-annotation", no_argument, NULL, 'r'},
                                            {NULL, 0, NULL, 0}};
   kv_config_t *cfg = &cli->cfg;
   kv_config_default(cfg);
@@ -130,6 +134,9 @@ int kv_parse_options(int argc, char **argv, kv_cli_t *cli) {
       break;
     case 'a':
       cfg->annotate_commit = 1;
+      break;
+    case 'r':
+      cfg->no_release_annotation = 1;
       break;
     case 'h':
       kv_print_usage(stdout);

@@ -26,6 +26,7 @@ struct kv_pcache {
   size_t nblocks, cap;
   kv_pblock_t *free_list[KV_PCACHE_CLASSES];
   kv_pcache_stats_t stats;
+  int annotate_release; /* call pinguard_release on the free path (on by default) */
 };
 
 static int kv_class_index(size_t size) {
@@ -42,9 +43,14 @@ size_t kv_pcache_class_size(size_t n) {
 
 kv_pcache_t *kv_pcache_create(void) {
   kv_pcache_t *c = calloc(1, sizeof(*c));
-  if (c) pthread_mutex_init(&c->lock, NULL);
+  if (c) {
+    pthread_mutex_init(&c->lock, NULL);
+    c->annotate_release = 1;
+  }
   return c;
 }
+
+void kv_pcache_set_release_annotation(kv_pcache_t *c, int on) { c->annotate_release = on; }
 
 static kv_pblock_t *kv_find_block(kv_pcache_t *c, const void *p) {
   for (size_t i = 0; i < c->nblocks; i++)
@@ -106,7 +112,7 @@ void kv_pcache_release(kv_pcache_t *c, void *p) {
   /* The block is about to become someone else's: pinguard (when preloaded) checks, and in
    * enforce mode waits for, any GPU access still in flight on it. Outside our lock, since it may
    * wait for the GPU. */
-  pinguard_release(b->ptr, b->size);
+  if (c->annotate_release) pinguard_release(b->ptr, b->size);
   pthread_mutex_lock(&c->lock);
   int cls = kv_class_index(b->size);
   b->next_free = c->free_list[cls];

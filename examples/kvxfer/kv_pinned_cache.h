@@ -20,6 +20,9 @@ typedef struct kv_pcache_stats {
 #define KV_PCACHE_MIN_CLASS 4096u
 
 kv_pcache_t *kv_pcache_create(void);
+/* Whether release calls pinguard_release (default on). Off shows what guard pages catch in an
+ * allocator nobody annotated. */
+void kv_pcache_set_release_annotation(kv_pcache_t *c, int on);
 /* A pinned block of at least n bytes (its class size), or NULL if cudaHostAlloc fails. */
 void *kv_pcache_alloc(kv_pcache_t *c, size_t n);
 /* The size class (block size) a request of n bytes gets. */

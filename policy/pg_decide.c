@@ -1,0 +1,478 @@
+/* pg_decide.c: the audit/enforce decisions (see pg_decide.h). Asks the tracker what is in flight
+ * around each intercepted call, then waits for exactly those accesses (enforce) and/or reports
+ * them (audit, and enforce with the time it waited). Never waits while any stream capture is
+ * active: a host wait there would invalidate the capture, so it reports wait-during-capture. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <execinfo.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pg_decide.h"
+#include "pg_guard.h"
+#include "pg_policy.h"
+#include "pg_report.h"
+
+static pg_decide_cuda_t cuda;
+
+/* ---- small helpers ------------------------------------------------------------------------- */
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool enforcing(void) { return pg_policy_enforcing(); }
+
+/* Active captures, counted from cudaStreamBeginCapture/EndCapture. Zero almost always, so the
+ * common path never asks the runtime about capture. */
+static atomic_int active_captures;
+
+static bool stream_capturing(cudaStream_t s) {
+  if (atomic_load_explicit(&active_captures, memory_order_acquire) == 0) return false;
+  enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  if (!cuda.stream_is_capturing || cuda.stream_is_capturing(s, &st) != cudaSuccess) return false;
+  return st != cudaStreamCaptureStatusNone;
+}
+
+/* A host wait is unsafe while any capture runs (in global capture mode a sync from any thread
+ * invalidates it), so pinguard then reports instead of waiting. */
+static bool may_wait(void) { return atomic_load_explicit(&active_captures, memory_order_acquire) == 0; }
+
+/* ---- pinned-memory classification ----------------------------------------------------------- */
+/* Per-thread cache of pages known not to be pinned host memory (pageable or device). Regions are
+ * always looked up first, so memory pinned later through a call we see is never misclassified;
+ * only memory pinned behind our back after a negative answer is (documented in the README). */
+#define NEG_CACHE 256
+static __thread uintptr_t neg_cache[NEG_CACHE];
+
+static bool neg_cached(uintptr_t page) { return neg_cache[page % NEG_CACHE] == page + 1; }
+static void neg_remember(uintptr_t page) { neg_cache[page % NEG_CACHE] = page + 1; }
+
+/* True when [p, p+n) touches pinned host memory the tracker knows, discovering memory pinned
+ * before pinguard saw it (or through a path it cannot see) from the runtime's pointer attributes. */
+static bool is_pinned(const void *p, size_t n, bool only_tracked) {
+  if (pg_region_find_range(p, n, NULL, 0) > 0) return true;
+  if (only_tracked) return false;
+  uintptr_t page = (uintptr_t)p >> 12;
+  if (neg_cached(page)) return false;
+  struct cudaPointerAttributes a;
+  memset(&a, 0, sizeof a);
+  if (!cuda.pointer_get_attributes || cuda.pointer_get_attributes(&a, p) != cudaSuccess ||
+      a.type != cudaMemoryTypeHost) {
+    neg_remember(page);
+    return false;
+  }
+  /* Pinned, but unknown to us: the runtime gives no allocation bounds, so the region is the
+   * whole pages of this span. Later spans extend coverage with regions of their own. */
+  uintptr_t lo = (uintptr_t)p & ~(uintptr_t)4095;
+  uintptr_t hi = ((uintptr_t)p + n + 4095) & ~(uintptr_t)4095;
+  pg_region_add((const void *)lo, hi - lo, PG_PIN_DISCOVERED, 0, NULL);
+  pg_stat_inc(PG_STAT_REGIONS_DISCOVERED);
+  return true;
+}
+
+/* ---- reports ------------------------------------------------------------------------------- */
+#define MAX_FOUND 64
+
+static void fill_gpu(pg_gpu_access_t *g, const pg_access_t *a, uint64_t now) {
+  memset(g, 0, sizeof *g);
+  g->what = a->origin.what;
+  g->is_kernel = a->origin.func != NULL;
+  g->dir = a->dir;
+  g->addr = a->lo;
+  g->len = a->hi - a->lo;
+  g->stream = (const void *)a->stream;
+  g->age_ns = now > a->enqueue_ns ? now - a->enqueue_ns : 0;
+  g->stack = &a->stack;
+}
+
+/* Reports `kind` for the violating access [p, p+n) against the accesses found; `waited_ns` and
+ * `action` say what enforce did. */
+static void report(pg_report_kind_t kind, const void *p, size_t n, const char *access_what,
+                   const pg_stack_t *access_stack, const pg_access_t *found, size_t nfound,
+                   pg_action_t action, uint64_t waited_ns, unsigned flags) {
+  pg_gpu_access_t gpu[PG_REPORT_MAX_GPU];
+  uint64_t now = now_ns();
+  size_t shown = nfound < PG_REPORT_MAX_GPU ? nfound : PG_REPORT_MAX_GPU;
+  for (size_t i = 0; i < shown; i++) fill_gpu(&gpu[i], &found[i], now);
+
+  pg_report_t r;
+  memset(&r, 0, sizeof r);
+  r.kind = kind;
+  r.addr = (uintptr_t)p;
+  r.len = n;
+  pg_region_t reg;
+  pg_stack_t alloc_stack;
+  if (pg_region_find(p, &reg)) {
+    r.region.base = reg.base;
+    r.region.size = reg.size;
+    r.region.how = reg.how;
+    if (pg_region_stack(reg.id, &alloc_stack)) r.region.stack = &alloc_stack;
+  }
+  r.access_what = access_what;
+  r.access_stack = access_stack;
+  r.gpu = gpu;
+  r.n_gpu = (unsigned)nfound;
+  r.action = action;
+  r.waited_ns = waited_ns;
+  r.flags = flags;
+  pg_policy_report(&r);
+}
+
+/* The core decision for accesses found in flight: wait for each one (enforce, when waiting is
+ * safe), then report (unless silent). Returns how many were found. */
+static int settle_flags(pg_report_kind_t kind, const void *p, size_t n, const char *access_what,
+                        const pg_stack_t *st, const pg_access_t *found, size_t total,
+                        bool silent, unsigned flags) {
+  if (total == 0) return 0;
+  pg_stat_add(PG_STAT_CONFLICTS, total);
+  size_t have = total < MAX_FOUND ? total : MAX_FOUND;
+  pg_action_t action = PG_ACTION_NONE;
+  uint64_t waited = 0;
+  if (enforcing() || silent) {
+    if (may_wait()) {
+      uint64_t t0 = now_ns();
+      for (size_t i = 0; i < have; i++) pg_access_wait(&found[i]);
+      waited = now_ns() - t0;
+      action = PG_ACTION_WAITED;
+      pg_policy_note_wait(waited);
+    } else {
+      action = PG_ACTION_NOT_WAITED_CAPTURE;
+      pg_stat_inc(PG_STAT_CAPTURE_SKIPS);
+      if (!silent)
+        report(PG_KIND_WAIT_DURING_CAPTURE, p, n, access_what, st, found, total, action, 0,
+               flags);
+      return (int)total;
+    }
+  }
+  if (!silent) report(kind, p, n, access_what, st, found, total, action, waited, flags);
+  return (int)total;
+}
+
+static int settle(pg_report_kind_t kind, const void *p, size_t n, const char *access_what,
+                  const pg_stack_t *st, const pg_access_t *found, size_t total, bool silent) {
+  return settle_flags(kind, p, n, access_what, st, found, total, silent, 0);
+}
+
+/* ---- lifecycle ----------------------------------------------------------------------------- */
+bool pg_decide_start(const pg_decide_cuda_t *c) {
+  cuda = *c;
+  if (pg_tracker_init(&cuda.tracker) != 0) return false;
+  pg_stack_set_fast_unwind(pg_policy_options()->fast_unwind);
+  if (pg_policy_options()->guard) {
+    void *warm[4];
+    backtrace(warm, 4); /* loads the unwinder now, never in the fault handler */
+    pg_guard_enable((size_t)pg_policy_options()->guard_min_bytes);
+  }
+  return true;
+}
+
+/* Capture bookkeeping (rare): captured ops per capturing stream, then per graph and executable. */
+typedef struct op_list {
+  const void *key;         /* capturing stream, graph, or graph exec */
+  size_t n;
+  pg_op_t *ops;
+  struct op_list *next;
+} op_list_t;
+
+static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
+static op_list_t *capturing, *graphs, *execs;
+
+/* Lock order: capture list, then the tracker, then guard stripes, then the report lock. */
+void pg_decide_atfork_prepare(void) {
+  pthread_mutex_lock(&capture_lock);
+  pg_tracker_atfork_prepare();
+  pg_guard_atfork_prepare();
+  pg_policy_atfork_prepare();
+}
+void pg_decide_atfork_parent(void) {
+  pg_policy_atfork_parent();
+  pg_guard_atfork_parent();
+  pg_tracker_atfork_parent();
+  pthread_mutex_unlock(&capture_lock);
+}
+void pg_decide_atfork_child(void) {
+  pg_policy_atfork_child();
+  pg_guard_atfork_child(); /* opens every inherited guarded page: the child has no GPU work */
+  pg_tracker_atfork_child();
+  atomic_store(&active_captures, 0);
+  pthread_mutex_unlock(&capture_lock);
+}
+
+/* ---- pinning ------------------------------------------------------------------------------- */
+/* Whether [p, p+n) lies in a MAP_SHARED mapping: guard pages probe such memory separately.
+ * Reads /proc/self/maps, once per cudaHostRegister while guard pages are on. */
+static bool is_shared_mapping(const void *p) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return false;
+  char line[512];
+  bool shared = false;
+  uintptr_t a = (uintptr_t)p;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    char perms[8];
+    if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && a >= lo && a < hi) {
+      shared = perms[3] == 's';
+      break;
+    }
+  }
+  fclose(f);
+  return shared;
+}
+
+void pg_decide_pinned(void *p, size_t n, pg_pin_how_t how, unsigned flags, const pg_stack_t *st) {
+  if (how == PG_PIN_REGISTER && pg_guard_enabled() && is_shared_mapping(p))
+    flags |= PG_REGION_FLAG_SHARED;
+  pg_region_add(p, n, how, flags, st);
+  pg_stat_inc(PG_STAT_REGIONS_PINNED);
+}
+
+void pg_decide_before_unpin(void *p, bool is_free, const pg_stack_t *st) {
+  pg_region_t reg;
+  if (!pg_region_find(p, &reg) || reg.base != (uintptr_t)p) return;
+  pg_access_t found[MAX_FOUND];
+  size_t total = pg_inflight_query(p, reg.size, 0, found, MAX_FOUND);
+  settle(is_free ? PG_KIND_FREE_DURING_DEVICE_ACCESS : PG_KIND_UNREGISTER_DURING_DEVICE_ACCESS, p,
+         reg.size, is_free ? "cudaFreeHost" : "cudaHostUnregister", st, found, total, false);
+  /* Accesses still in flight (audit lets the call go on) must not guard these pages any more:
+   * a freed range may be mapped again by anyone, an unregistered one is the program's again.
+   * Done before the real call, so that no retirement can mprotect a range already reused. */
+  pg_guard_forget(reg.base, reg.base + reg.size, false);
+}
+
+void pg_decide_unpinned(void *p) { pg_region_remove(p, NULL); }
+
+/* ---- asynchronous operations --------------------------------------------------------------- */
+/* Keeps the spans that lie in pinned memory; a kernel span of length 0 runs to its region's end. */
+static void keep_pinned_spans(pg_op_t *op) {
+  size_t kept = 0;
+  for (size_t i = 0; i < op->nspans; i++) {
+    pg_span_t s = op->spans[i];
+    if (s.n == 0) {
+      pg_region_t reg;
+      if (!pg_region_find(s.p, &reg)) continue;
+      s.n = reg.base + reg.size - (uintptr_t)s.p;
+    } else if (!is_pinned(s.p, s.n, op->only_tracked)) {
+      continue;
+    }
+    op->spans[kept++] = s;
+  }
+  op->nspans = kept;
+}
+
+void pg_decide_before_op(pg_op_t *op) {
+  keep_pinned_spans(op);
+  for (size_t i = 0; i < op->nspans; i++) {
+    const pg_span_t *s = &op->spans[i];
+    pg_access_t found[MAX_FOUND];
+    size_t total = pg_access_conflicts(s->p, s->n, s->dir, op->stream, found, MAX_FOUND);
+    if (total == 0) continue;
+    /* The new access must not start before the ones it races with: enforce waits for them on
+     * the host (exactly those, never a device-wide sync). A capturing stream gets a report. */
+    if (stream_capturing(op->stream)) {
+      pg_stat_add(PG_STAT_CONFLICTS, total);
+      if (enforcing()) pg_stat_inc(PG_STAT_CAPTURE_SKIPS);
+      report(enforcing() ? PG_KIND_WAIT_DURING_CAPTURE : PG_KIND_DEVICE_ACCESS_CONFLICT, s->p,
+             s->n, op->api, &op->stack, found, total,
+             enforcing() ? PG_ACTION_NOT_WAITED_CAPTURE : PG_ACTION_NONE, 0, 0);
+      continue;
+    }
+    settle(PG_KIND_DEVICE_ACCESS_CONFLICT, s->p, s->n, op->api, &op->stack, found, total, false);
+  }
+}
+
+static void begin_accesses(const pg_op_t *op, cudaStream_t stream, const pg_stack_t *st) {
+  pg_origin_t origin = {.what = op->what, .func = op->func};
+  for (size_t i = 0; i < op->nspans; i++)
+    pg_access_begin(op->spans[i].p, op->spans[i].n, op->spans[i].dir, stream, &origin, st);
+}
+
+static op_list_t *list_find(op_list_t *head, const void *key) {
+  for (; head; head = head->next)
+    if (head->key == key) return head;
+  return NULL;
+}
+
+static void list_append(op_list_t **head, const void *key, const pg_op_t *op) {
+  op_list_t *l = list_find(*head, key);
+  if (!l) {
+    l = calloc(1, sizeof *l);
+    if (!l) return;
+    l->key = key;
+    l->next = *head;
+    *head = l;
+  }
+  pg_op_t *grown = realloc(l->ops, (l->n + 1) * sizeof *grown);
+  if (!grown) return;
+  l->ops = grown;
+  l->ops[l->n++] = *op;
+}
+
+static op_list_t *list_unlink(op_list_t **head, const void *key) {
+  for (op_list_t **pp = head; *pp; pp = &(*pp)->next) {
+    if ((*pp)->key == key) {
+      op_list_t *l = *pp;
+      *pp = l->next;
+      l->next = NULL;
+      return l;
+    }
+  }
+  return NULL;
+}
+
+static void list_free(op_list_t *l) {
+  if (!l) return;
+  free(l->ops);
+  free(l);
+}
+
+void pg_decide_after_op(pg_op_t *op) {
+  if (op->nspans == 0) {
+    pg_hb_enqueue(op->stream);
+    return;
+  }
+  if (stream_capturing(op->stream)) {
+    /* Recorded into the capture, not run: it becomes in-flight at each cudaGraphLaunch. */
+    pthread_mutex_lock(&capture_lock);
+    list_append(&capturing, op->stream, op);
+    pthread_mutex_unlock(&capture_lock);
+    return;
+  }
+  begin_accesses(op, op->stream, &op->stack);
+  pg_stat_inc(op->func ? PG_STAT_KERNELS_TRACKED : PG_STAT_COPIES_TRACKED);
+}
+
+void pg_decide_untracked_op(cudaStream_t s) { pg_hb_enqueue(s); }
+
+/* ---- capture and graphs -------------------------------------------------------------------- */
+void pg_decide_capture_begun(cudaStream_t s) {
+  (void)s;
+  atomic_fetch_add(&active_captures, 1);
+}
+
+void pg_decide_capture_ended(cudaStream_t s, cudaGraph_t graph) {
+  pthread_mutex_lock(&capture_lock);
+  op_list_t *l = list_unlink(&capturing, s);
+  if (l && graph) {
+    l->key = graph;
+    l->next = graphs;
+    graphs = l;
+  } else {
+    list_free(l);
+  }
+  pthread_mutex_unlock(&capture_lock);
+  if (atomic_load(&active_captures) > 0) atomic_fetch_sub(&active_captures, 1);
+}
+
+void pg_decide_graph_instantiated(cudaGraphExec_t exec, cudaGraph_t graph) {
+  pthread_mutex_lock(&capture_lock);
+  op_list_t *g = list_find(graphs, graph);
+  for (size_t i = 0; g && i < g->n; i++) list_append(&execs, exec, &g->ops[i]);
+  pthread_mutex_unlock(&capture_lock);
+}
+
+void pg_decide_graph_launched(cudaGraphExec_t exec, cudaStream_t s, const pg_stack_t *st) {
+  pthread_mutex_lock(&capture_lock);
+  op_list_t *e = list_find(execs, exec);
+  size_t n = e ? e->n : 0;
+  pg_op_t *ops = n ? malloc(n * sizeof *ops) : NULL;
+  if (ops) memcpy(ops, e->ops, n * sizeof *ops);
+  pthread_mutex_unlock(&capture_lock);
+  for (size_t i = 0; ops && i < n; i++) begin_accesses(&ops[i], s, st);
+  free(ops);
+}
+
+void pg_decide_graph_exec_destroyed(cudaGraphExec_t exec) {
+  pthread_mutex_lock(&capture_lock);
+  list_free(list_unlink(&execs, exec));
+  pthread_mutex_unlock(&capture_lock);
+}
+
+/* ---- ordering ------------------------------------------------------------------------------ */
+void pg_decide_event_recorded(cudaEvent_t e, cudaStream_t s) { pg_hb_event_record(e, s); }
+void pg_decide_stream_waited_event(cudaStream_t s, cudaEvent_t e) { pg_hb_stream_wait_event(s, e); }
+void pg_decide_event_completed(cudaEvent_t e) { pg_hb_event_completed(e); }
+void pg_decide_event_destroyed(cudaEvent_t e) { pg_hb_event_destroyed(e); }
+void pg_decide_sync_prepare(cudaStream_t s) { pg_hb_sync_prepare(s); }
+void pg_decide_sync_prepare_device(void) { pg_hb_sync_prepare_device(); }
+void pg_decide_sync_done(bool succeeded) { pg_hb_sync_done(succeeded); }
+void pg_decide_stream_destroyed(cudaStream_t s) { pg_hb_stream_destroyed(s); }
+
+/* ---- CPU accesses ------------------------------------------------------------------------ */
+/* The CPU stack of a fault: backtrace() unwinds through the signal frame with the unwind
+ * tables, so a fault inside a leaf such as memcpy still names its caller. It was called once
+ * when the handler was installed, so it no longer loads anything (the only unsafe part). The
+ * frames up to the faulting instruction are pinguard's and the kernel's: dropped. */
+static void fault_stack(pg_stack_t *out, void *pc, void *fp) {
+  void *buf[PG_STACK_MAX + 16];
+  int n = backtrace(buf, (int)(sizeof buf / sizeof *buf));
+  int start = -1;
+  for (int i = 0; i < n && start < 0; i++)
+    if (buf[i] == pc) start = i;
+  if (start < 0) {
+    pg_stack_capture_from(out, pc, fp, PG_STACK_MAX);
+    return;
+  }
+  out->tid = pg_thread_number();
+  out->depth = 0;
+  for (int i = start; i < n && out->depth < PG_STACK_MAX; i++) out->pc[out->depth++] = buf[i];
+}
+
+void pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp) {
+  static uintptr_t page_size;
+  if (!page_size) page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t page = addr & ~(page_size - 1);
+  pg_access_t found[MAX_FOUND];
+  /* A read races only with device writes; a write with any device access. */
+  size_t total = pg_inflight_query((const void *)page, page_size, !is_write, found, MAX_FOUND);
+  if (total > 0) {
+    pg_stat_inc(PG_STAT_GUARD_FAULTS);
+    pg_stack_t st;
+    fault_stack(&st, pc, fp);
+    pg_report_kind_t kind =
+        is_write ? PG_KIND_CPU_WRITE_DURING_DEVICE_ACCESS : PG_KIND_CPU_READ_DURING_DEVICE_WRITE;
+    settle_flags(kind, (const void *)addr, 0, is_write ? "CPU write" : "CPU read", &st, found,
+                 total, false, PG_REPORT_FROM_SIGNAL);
+  }
+  /* Whatever happened (waited, reported, or the access had already completed: a benign fault
+   * that costs this one query), the instruction must be able to run when retried. Completed
+   * accesses still counted on the page retire now, which unprotects it; only what stays in flight
+   * without conflicting (a device read under a CPU read) keeps its protection. */
+  if (total == 0) pg_tracker_retire();
+  pg_guard_refresh(page);
+  if (!pg_guard_page_allows(page, is_write)) pg_guard_release(page, page + page_size);
+}
+
+void pg_decide_syscall(const void *p, size_t n, bool kernel_writes, const char *call,
+                       const pg_stack_t *st) {
+  if (pg_region_find_range(p, n, NULL, 0) == 0) return;
+  pg_access_t found[MAX_FOUND];
+  size_t total = pg_inflight_query(p, n, !kernel_writes, found, MAX_FOUND);
+  settle(kernel_writes ? PG_KIND_SYSCALL_WRITE_DURING_DEVICE_ACCESS
+                       : PG_KIND_SYSCALL_READ_DURING_DEVICE_WRITE,
+         p, n, call, st, found, total, false);
+  /* The kernel meets no fault handler: a page still guarded would make the call fail with
+   * EFAULT. Let the CPU through for the rest of the pending accesses. */
+  if (pg_guard_enabled()) pg_guard_release((uintptr_t)p, (uintptr_t)p + n);
+}
+
+/* ---- annotations --------------------------------------------------------------------------- */
+int pg_decide_annotation(pg_annotation_t what, const void *p, size_t n, const pg_stack_t *st) {
+  pg_access_t found[MAX_FOUND];
+  switch (what) {
+    case PG_ANN_RELEASE:
+      return settle(PG_KIND_RELEASE_DURING_DEVICE_ACCESS, p, n, "pinguard_release", st, found,
+                    pg_inflight_query(p, n, 0, found, MAX_FOUND), false);
+    case PG_ANN_COMMIT:
+      return settle(PG_KIND_COMMIT_DURING_DEVICE_WRITE, p, n, "pinguard_commit", st, found,
+                    pg_inflight_query(p, n, 1, found, MAX_FOUND), false);
+    case PG_ANN_WAIT:
+      return settle(PG_KIND_RELEASE_DURING_DEVICE_ACCESS, p, n, "pinguard_wait", st, found,
+                    pg_inflight_query(p, n, 0, found, MAX_FOUND), true);
+  }
+  return 0;
+}

@@ -1,0 +1,107 @@
+/* pg_decide.h: the audit/enforce decisions, between the shim's interceptors and the tracker.
+ * The shim describes each CUDA call in these terms and calls one function before and one after
+ * forwarding it; this layer asks the tracker what is in flight, then waits (enforce) or reports
+ * (audit) through the policy's report machinery. No CUDA types beyond handles cross this line. */
+#ifndef PG_DECIDE_H
+#define PG_DECIDE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#include "pg_kinds.h" /* pg_dir_t, pg_pin_how_t */
+#include "pg_tracker.h"
+#include "pg_stack.h"
+
+/* One host operand of an asynchronous GPU operation. */
+typedef struct pg_span {
+  const void *p;
+  size_t n;
+  pg_dir_t dir;
+} pg_span_t;
+
+#define PG_OP_MAX_SPANS 64
+
+/* An asynchronous GPU operation that may touch pinned host memory. */
+typedef struct pg_op {
+  const char *api;    /* the intercepted entry point, e.g. "cudaMemcpyAsync_ptsz" */
+  const char *what;   /* e.g. "copy device->host", or the kernel's name */
+  const void *func;   /* kernel function, NULL for copies */
+  cudaStream_t stream;  /* already resolved: stream 0 of a _ptsz call is cudaStreamPerThread */
+  bool only_tracked;  /* kernel scans: consider known regions only, never ask the runtime */
+  size_t nspans;
+  pg_span_t spans[PG_OP_MAX_SPANS];
+  pg_stack_t stack;   /* the enqueuing call site */
+} pg_op_t;
+
+/* ---- lifecycle --------------------------------------------------------------------------- */
+/* The real runtime functions the decisions need, filled by the shim (which resolves them). */
+typedef struct pg_decide_cuda {
+  pg_cuda_ops_t tracker;
+  cudaError_t (*stream_is_capturing)(cudaStream_t s, enum cudaStreamCaptureStatus *status);
+  cudaError_t (*stream_wait_event)(cudaStream_t s, cudaEvent_t e, unsigned flags);
+  cudaError_t (*pointer_get_attributes)(struct cudaPointerAttributes *a, const void *p);
+} pg_decide_cuda_t;
+
+/* Called once, lazily, by the first call that would be tracked (never from a constructor).
+ * False: pinguard stays inert for the life of the process. */
+bool pg_decide_start(const pg_decide_cuda_t *cuda);
+void pg_decide_atfork_prepare(void);
+void pg_decide_atfork_parent(void);
+void pg_decide_atfork_child(void);
+
+/* ---- pinning ------------------------------------------------------------------------------ */
+void pg_decide_pinned(void *p, size_t n, pg_pin_how_t how, unsigned flags, const pg_stack_t *st);
+/* Before cudaFreeHost / cudaHostUnregister: waits (enforce) or reports (audit) for every
+ * in-flight access to the region that starts at p. */
+void pg_decide_before_unpin(void *p, bool is_free, const pg_stack_t *st);
+/* After a successful cudaFreeHost / cudaHostUnregister. */
+void pg_decide_unpinned(void *p);
+
+/* ---- asynchronous operations --------------------------------------------------------------- */
+/* Before the real call: keeps only the spans that lie in pinned memory, then checks them against
+ * unordered in-flight accesses on other streams (device-access-conflict). In enforce mode the new
+ * operation is ordered after the conflicting ones; during capture it reports instead. */
+void pg_decide_before_op(pg_op_t *op);
+/* After the real call succeeded: the op's spans become in-flight accesses. */
+void pg_decide_after_op(pg_op_t *op);
+/* Untracked work enqueued on the legacy default stream still orders the blocking streams. */
+void pg_decide_untracked_op(cudaStream_t s);
+
+/* Capture: operations enqueued on a capturing stream are recorded, not run. pg_decide_after_op
+ * keeps them with the capture; these move them to the graph, then to its executable form, and
+ * make them in-flight on every launch (a captured copy runs at each cudaGraphLaunch). */
+void pg_decide_capture_begun(cudaStream_t s);
+void pg_decide_capture_ended(cudaStream_t s, cudaGraph_t graph);  /* graph NULL: capture failed */
+void pg_decide_graph_instantiated(cudaGraphExec_t exec, cudaGraph_t graph);
+void pg_decide_graph_launched(cudaGraphExec_t exec, cudaStream_t s, const pg_stack_t *st);
+void pg_decide_graph_exec_destroyed(cudaGraphExec_t exec);
+
+/* ---- ordering: called after the real call succeeded --------------------------------------- */
+void pg_decide_event_recorded(cudaEvent_t e, cudaStream_t s);
+void pg_decide_stream_waited_event(cudaStream_t s, cudaEvent_t e);
+void pg_decide_event_completed(cudaEvent_t e);     /* synchronize, or query == success */
+void pg_decide_event_destroyed(cudaEvent_t e);
+/* Host syncs come in two halves: other threads may enqueue while the real call blocks, so what
+ * the host will know is fixed before it (prepare) and learned after it (done). */
+void pg_decide_sync_prepare(cudaStream_t s);         /* cudaStreamSynchronize / cudaStreamQuery */
+void pg_decide_sync_prepare_device(void);            /* cudaDeviceSynchronize */
+void pg_decide_sync_done(bool succeeded);
+void pg_decide_stream_destroyed(cudaStream_t s);
+
+/* ---- CPU accesses (guard pages and system calls) ----------------------------------------- */
+/* A fault on a guarded page, from the SIGSEGV handler: settles the conflicting accesses (enforce
+ * waits, audit reports) and leaves the page so that the instruction can run when retried. */
+void pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp);
+/* Before a system call that reads (kernel_writes=false: write, send) or fills (true: read,
+ * recv) [p, p+n): settles conflicts, then makes sure the kernel will not meet a guarded page
+ * (it would return EFAULT rather than fault). `call` names it in reports, e.g. "write(2)". */
+void pg_decide_syscall(const void *p, size_t n, bool kernel_writes, const char *call,
+                       const pg_stack_t *st);
+
+/* ---- annotations (include/pinguard.h) ------------------------------------------------------ */
+typedef enum pg_annotation { PG_ANN_RELEASE, PG_ANN_COMMIT, PG_ANN_WAIT } pg_annotation_t;
+int pg_decide_annotation(pg_annotation_t what, const void *p, size_t n, const pg_stack_t *st);
+
+#endif /* PG_DECIDE_H */

@@ -1,0 +1,318 @@
+/* pg_guard.c: per-page counts of the in-flight GPU accesses guarding each page, and the mprotect
+ * calls that follow from them. Pages are grouped in 2 MiB granules, hashed into striped locks, so
+ * guarding two buffers never contends on one process-wide lock.
+ *
+ * Why the fault handler may call into this file: the handler only runs for a fault on a page
+ * this file protected, and no code in pinguard touches a guarded page while it holds a stripe
+ * lock, so the faulting thread never already holds the lock it takes here. Nothing here
+ * allocates on the handler's paths (pg_guard_owns, pg_guard_release, pg_guard_refresh only look
+ * granules up; only pg_guard_on_begin creates them). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define HASH_NONFATAL_OOM 1
+#include <uthash.h>
+
+#include "pg_guard.h"
+#include "pg_stats.h"
+#include "pg_tracker.h"
+
+#define GRANULE_PAGES 512
+#define STRIPES 64
+
+enum { PROT_STATE_RW = 0, PROT_STATE_READ = 1, PROT_STATE_NONE = 2 };
+
+typedef struct granule {
+  uintptr_t index;                 /* address / (page size * GRANULE_PAGES): the hash key */
+  uint16_t reads[GRANULE_PAGES];   /* in-flight device reads covering the page */
+  uint16_t writes[GRANULE_PAGES];  /* in-flight device writes or unknown-direction accesses */
+  uint8_t released[GRANULE_PAGES]; /* CPU let through until the counts drop to zero */
+  uint8_t prot[GRANULE_PAGES];     /* the protection this file last applied */
+  UT_hash_handle hh;
+} granule_t;
+
+typedef struct stripe {
+  pthread_mutex_t mu;
+  granule_t *table;
+} stripe_t;
+
+static stripe_t stripes[STRIPES];
+static atomic_bool enabled;
+static size_t min_bytes;
+static uintptr_t page_size;
+
+/* Probe state per kind of pinned memory: 0 not probed, 1 works, -1 disabled. */
+static atomic_int kind_state[PG_GUARD_KIND_COUNT];
+static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *const kind_names[PG_GUARD_KIND_COUNT] = {
+    "cudaHostAlloc memory", "cudaHostRegister'ed private memory",
+    "cudaHostRegister'ed MAP_SHARED memory"};
+
+__attribute__((constructor)) static void guard_setup(void) {
+  for (int i = 0; i < STRIPES; i++) pthread_mutex_init(&stripes[i].mu, NULL);
+  page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
+}
+
+void pg_guard_enable(size_t min) {
+  min_bytes = min;
+  atomic_store(&enabled, true);
+  pg_tracker_set_hooks(pg_guard_on_begin, pg_guard_on_retire, NULL);
+}
+
+bool pg_guard_enabled(void) { return atomic_load_explicit(&enabled, memory_order_relaxed); }
+
+pg_guard_kind_t pg_guard_kind_of(pg_pin_how_t how, unsigned region_flags) {
+  if (how == PG_PIN_REGISTER)
+    return (region_flags & PG_REGION_FLAG_SHARED) ? PG_GUARD_REGISTERED_SHARED
+                                                  : PG_GUARD_REGISTERED_ANON;
+  return PG_GUARD_HOST_ALLOC;
+}
+
+/* ---- granules ------------------------------------------------------------------------------ */
+static uintptr_t granule_bytes(void) { return page_size * GRANULE_PAGES; }
+static stripe_t *stripe_of(uintptr_t index) { return &stripes[(index * 0x9E3779B1u) % STRIPES]; }
+
+static granule_t *granule_find(stripe_t *st, uintptr_t index) {
+  granule_t *g = NULL;
+  HASH_FIND(hh, st->table, &index, sizeof index, g);
+  return g;
+}
+
+static int desired(const granule_t *g, size_t i) {
+  if (g->released[i]) return PROT_STATE_RW;
+  if (g->writes[i]) return PROT_STATE_NONE;
+  if (g->reads[i]) return PROT_STATE_READ;
+  return PROT_STATE_RW;
+}
+
+static int prot_bits(int state) {
+  return state == PROT_STATE_NONE ? PROT_NONE
+         : state == PROT_STATE_READ ? PROT_READ
+                                    : PROT_READ | PROT_WRITE;
+}
+
+/* Applies the desired protection to pages [first, last) of g, one mprotect per run of pages
+ * that need the same change. Stripe lock held. */
+static void apply(granule_t *g, size_t first, size_t last) {
+  uintptr_t base = g->index * granule_bytes();
+  size_t i = first;
+  while (i < last) {
+    int want = desired(g, i);
+    if (want == g->prot[i]) {
+      i++;
+      continue;
+    }
+    size_t j = i + 1;
+    while (j < last && desired(g, j) == want && g->prot[j] != want) j++;
+    if (mprotect((void *)(base + i * page_size), (j - i) * page_size, prot_bits(want)) == 0) {
+      memset(&g->prot[i], want, j - i);
+      if (want != PROT_STATE_RW) pg_stat_inc(PG_STAT_GUARD_PROTECTS);
+    }
+    i = j;
+  }
+}
+
+/* Calls fn(g, first_page, last_page) for each granule piece of the whole pages in [lo, hi),
+ * creating granules when `create`. Each granule is handled under its own stripe lock. */
+typedef void (*piece_fn)(granule_t *g, size_t first, size_t last, void *arg);
+
+static void for_pages(uintptr_t lo, uintptr_t hi, bool create, piece_fn fn, void *arg) {
+  uintptr_t plo = (lo + page_size - 1) & ~(page_size - 1); /* partial pages are never guarded */
+  uintptr_t phi = hi & ~(page_size - 1);
+  uintptr_t gb = granule_bytes();
+  for (uintptr_t a = plo; a < phi;) {
+    uintptr_t index = a / gb;
+    uintptr_t gend = (index + 1) * gb;
+    uintptr_t end = phi < gend ? phi : gend;
+    stripe_t *st = stripe_of(index);
+    pthread_mutex_lock(&st->mu);
+    granule_t *g = granule_find(st, index);
+    if (!g && create) {
+      g = calloc(1, sizeof *g);
+      if (g) {
+        g->index = index;
+        HASH_ADD(hh, st->table, index, sizeof g->index, g);
+      }
+    }
+    if (g) fn(g, (a - index * gb) / page_size, (end - index * gb) / page_size, arg);
+    pthread_mutex_unlock(&st->mu);
+    a = end;
+  }
+}
+
+/* ---- probing ------------------------------------------------------------------------------- */
+/* Whether mprotect works on this kind of pinned memory, tried once on the first whole page of
+ * the first guarded access of that kind. */
+static bool kind_usable(const pg_region_t *reg, uintptr_t lo, uintptr_t hi) {
+  pg_guard_kind_t k = pg_guard_kind_of(reg->how, reg->flags);
+  int s = atomic_load_explicit(&kind_state[k], memory_order_acquire);
+  if (s) return s > 0;
+  uintptr_t page = (lo + page_size - 1) & ~(page_size - 1);
+  if (page + page_size > hi) return false; /* no whole page to try on: decide on a later access */
+  pthread_mutex_lock(&probe_lock);
+  s = atomic_load(&kind_state[k]);
+  if (!s) {
+    bool ok = mprotect((void *)page, page_size, PROT_READ) == 0 &&
+              mprotect((void *)page, page_size, PROT_READ | PROT_WRITE) == 0;
+    s = ok ? 1 : -1;
+    if (!ok) {
+      char line[200];
+      int n = snprintf(line, sizeof line,
+                       "pinguard: WARNING: mprotect fails on %s (%s); guard pages are off for it\n",
+                       kind_names[k], strerror(errno));
+      ssize_t w = write(STDERR_FILENO, line, (size_t)n);
+      (void)w;
+    }
+    atomic_store_explicit(&kind_state[k], s, memory_order_release);
+  }
+  pthread_mutex_unlock(&probe_lock);
+  return s > 0;
+}
+
+/* ---- tracker hooks ------------------------------------------------------------------------- */
+typedef struct count_arg {
+  pg_dir_t dir;
+  int delta;
+} count_arg_t;
+
+static void count_piece(granule_t *g, size_t first, size_t last, void *arg) {
+  const count_arg_t *c = arg;
+  uint16_t *counts = pg_dir_may_write(c->dir) ? g->writes : g->reads;
+  for (size_t i = first; i < last; i++) {
+    if (c->delta > 0) {
+      if (counts[i] < UINT16_MAX) counts[i]++;
+      g->released[i] = 0; /* a new access re-arms a page that an earlier one let go */
+    } else if (counts[i] > 0) {
+      counts[i]--;
+    }
+    if (!g->reads[i] && !g->writes[i]) g->released[i] = 0;
+  }
+  apply(g, first, last);
+}
+
+/* The size threshold applies to the pinned buffer, not to the access: an engine copying 4 KiB
+ * pieces into a 512 KiB chunk still has every piece guarded. */
+static bool worth_guarding(uintptr_t lo, uintptr_t hi, pg_region_t *reg) {
+  return pg_guard_enabled() && hi - lo >= page_size && pg_region_find((const void *)lo, reg) &&
+         reg->size >= min_bytes;
+}
+
+void pg_guard_on_begin(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx) {
+  (void)ctx;
+  pg_region_t reg;
+  if (!worth_guarding(lo, hi, &reg) || !kind_usable(&reg, lo, hi)) return;
+  count_arg_t c = {dir, +1};
+  for_pages(lo, hi, true, count_piece, &c);
+}
+
+void pg_guard_on_retire(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx) {
+  (void)ctx;
+  /* Mirrors the begin: the threshold and the kind's probe result never change once known. A
+   * region already unpinned was forgotten (pg_guard_forget) and is skipped here, so a stale
+   * retirement never takes counts from a new region at the same address. */
+  pg_region_t reg;
+  if (!worth_guarding(lo, hi, &reg)) return;
+  pg_guard_kind_t k = pg_guard_kind_of(reg.how, reg.flags);
+  if (atomic_load_explicit(&kind_state[k], memory_order_acquire) <= 0) return;
+  count_arg_t c = {dir, -1};
+  for_pages(lo, hi, false, count_piece, &c);
+}
+
+/* ---- the fault handler's helpers (no allocation) ------------------------------------------- */
+bool pg_guard_owns(uintptr_t addr) {
+  if (!pg_guard_enabled()) return false;
+  uintptr_t index = addr / granule_bytes();
+  size_t i = (addr % granule_bytes()) / page_size;
+  stripe_t *st = stripe_of(index);
+  pthread_mutex_lock(&st->mu);
+  granule_t *g = granule_find(st, index);
+  bool ours = g && (g->prot[i] != PROT_STATE_RW || g->reads[i] || g->writes[i]);
+  pthread_mutex_unlock(&st->mu);
+  return ours;
+}
+
+bool pg_guard_page_allows(uintptr_t addr, bool is_write) {
+  if (!pg_guard_enabled()) return true;
+  uintptr_t index = addr / granule_bytes();
+  size_t i = (addr % granule_bytes()) / page_size;
+  stripe_t *st = stripe_of(index);
+  pthread_mutex_lock(&st->mu);
+  granule_t *g = granule_find(st, index);
+  int prot = g ? g->prot[i] : PROT_STATE_RW;
+  pthread_mutex_unlock(&st->mu);
+  return prot == PROT_STATE_RW || (prot == PROT_STATE_READ && !is_write);
+}
+
+static void release_piece(granule_t *g, size_t first, size_t last, void *arg) {
+  (void)arg;
+  for (size_t i = first; i < last; i++)
+    if (g->reads[i] || g->writes[i]) g->released[i] = 1;
+  apply(g, first, last);
+}
+
+void pg_guard_release(uintptr_t lo, uintptr_t hi) {
+  if (!pg_guard_enabled()) return;
+  /* Widen to whole pages: a release is about every page the CPU access touches. */
+  uintptr_t plo = lo & ~(page_size - 1);
+  uintptr_t phi = (hi + page_size - 1) & ~(page_size - 1);
+  for_pages(plo, phi, false, release_piece, NULL);
+}
+
+static void refresh_piece(granule_t *g, size_t first, size_t last, void *arg) {
+  (void)arg;
+  apply(g, first, last);
+}
+
+void pg_guard_refresh(uintptr_t addr) {
+  if (!pg_guard_enabled()) return;
+  uintptr_t page = addr & ~(page_size - 1);
+  for_pages(page, page + page_size, false, refresh_piece, NULL);
+}
+
+/* ---- unpinning and fork -------------------------------------------------------------------- */
+static void forget_piece(granule_t *g, size_t first, size_t last, void *arg) {
+  bool unmapped = *(const bool *)arg;
+  for (size_t i = first; i < last; i++) {
+    g->reads[i] = g->writes[i] = 0;
+    g->released[i] = 0;
+  }
+  if (unmapped)
+    memset(&g->prot[first], PROT_STATE_RW, last - first); /* the mapping is gone with its bits */
+  else
+    apply(g, first, last);
+}
+
+void pg_guard_forget(uintptr_t lo, uintptr_t hi, bool unmapped) {
+  if (!pg_guard_enabled()) return;
+  for_pages(lo & ~(page_size - 1), (hi + page_size - 1) & ~(page_size - 1), false, forget_piece,
+            &unmapped);
+}
+
+void pg_guard_atfork_prepare(void) {
+  for (int i = 0; i < STRIPES; i++) pthread_mutex_lock(&stripes[i].mu);
+}
+
+void pg_guard_atfork_parent(void) {
+  for (int i = STRIPES - 1; i >= 0; i--) pthread_mutex_unlock(&stripes[i].mu);
+}
+
+void pg_guard_atfork_child(void) {
+  /* The child inherited the protections but has no GPU work in flight: open every page. */
+  for (int s = 0; s < STRIPES; s++) {
+    granule_t *g, *tmp;
+    HASH_ITER(hh, stripes[s].table, g, tmp) {
+      memset(g->reads, 0, sizeof g->reads);
+      memset(g->writes, 0, sizeof g->writes);
+      memset(g->released, 0, sizeof g->released);
+      apply(g, 0, GRANULE_PAGES);
+    }
+  }
+  for (int i = STRIPES - 1; i >= 0; i--) pthread_mutex_unlock(&stripes[i].mu);
+}

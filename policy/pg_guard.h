@@ -1,0 +1,60 @@
+/* pg_guard.h: guard pages. While a GPU access to pinned host memory is in flight, the pages lying
+ * wholly inside it are protected (PROT_NONE for device writes and unknown direction, PROT_READ
+ * for device reads), so a CPU access faults and pinguard can act before the bytes are harmed.
+ * pg_guard.c keeps the per-page counts that decide each page's protection; the fault handler
+ * lives in shim/pg_signal.c and what to do about a fault in pg_decide.c. */
+#ifndef PG_GUARD_H
+#define PG_GUARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pg_kinds.h"
+
+/* The kinds of pinned memory whose mprotect support is probed separately. */
+typedef enum pg_guard_kind {
+  PG_GUARD_HOST_ALLOC,      /* cudaHostAlloc / cudaMallocHost (driver-mapped) */
+  PG_GUARD_REGISTERED_ANON, /* cudaHostRegister of private memory */
+  PG_GUARD_REGISTERED_SHARED, /* cudaHostRegister of a MAP_SHARED mapping */
+  PG_GUARD_KIND_COUNT
+} pg_guard_kind_t;
+
+/* Turns guarding on for accesses of at least min_bytes. Installs the tracker hooks. */
+void pg_guard_enable(size_t min_bytes);
+bool pg_guard_enabled(void);
+
+/* Tracker hooks: an access piece [lo, hi) began / retired. */
+void pg_guard_on_begin(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx);
+void pg_guard_on_retire(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx);
+
+/* Is this page one pinguard may have protected (some access guards it, or it was released while
+ * one still does)? Used by the fault handler to tell our faults from the program's own. */
+bool pg_guard_owns(uintptr_t addr);
+
+/* Whether the protection pinguard applied to the page holding addr lets the CPU read (or
+ * write) it now. */
+bool pg_guard_page_allows(uintptr_t addr, bool is_write);
+
+/* Lets the CPU at [lo, hi) until the accesses guarding it retire: audit mode's "report, then
+ * unprotect and retry", and the system-call checks (the kernel would return EFAULT). */
+void pg_guard_release(uintptr_t lo, uintptr_t hi);
+
+/* Re-applies the protection the counts call for on the page holding addr (after a wait retired
+ * accesses, or a fault on an access that had already completed). */
+void pg_guard_refresh(uintptr_t addr);
+
+/* Drops every count on the pages of [lo, hi) and opens them (unless `unmapped`: the mapping is
+ * already gone). Called before a region is freed or unregistered. */
+void pg_guard_forget(uintptr_t lo, uintptr_t hi, bool unmapped);
+
+/* Marks whether the memory of a region is a MAP_SHARED mapping (decides its probe kind). */
+pg_guard_kind_t pg_guard_kind_of(pg_pin_how_t how, unsigned region_flags);
+#define PG_REGION_FLAG_SHARED 0x80000000u /* set by the shim on cudaHostRegister of shared memory */
+
+/* Fork child: the child inherits the protections but no GPU work; make every page accessible. */
+void pg_guard_atfork_prepare(void);
+void pg_guard_atfork_parent(void);
+void pg_guard_atfork_child(void);
+
+#endif /* PG_GUARD_H */

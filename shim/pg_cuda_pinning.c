@@ -1,0 +1,65 @@
+/* pg_cuda_pinning.c: interceptors that create and destroy pinned host memory.
+ * libcudart is linked -Bsymbolic, so cudaMallocHost never reaches our cudaHostAlloc: each entry
+ * point is wrapped on its own. Freeing or unregistering checks in-flight accesses first. */
+#include "pg_intercept.h"
+#include "pg_shim.h"
+
+PG_INTERCEPT(cudaError_t, cudaHostAlloc, void **p, size_t size, unsigned int flags) {
+  cudaError_t err = PG_FORWARD(cudaHostAlloc, p, size, flags);
+  if (err == cudaSuccess && p && *p && pg_shim_active()) {
+    pg_stack_t st;
+    PG_CAPTURE(&st);
+    pg_guard_t g = pg_shim_enter();
+    pg_decide_pinned(*p, size, PG_PIN_HOST_ALLOC, flags, &st);
+    pg_shim_leave(g);
+  }
+  return err;
+}
+
+PG_INTERCEPT(cudaError_t, cudaMallocHost, void **p, size_t size) {
+  cudaError_t err = PG_FORWARD(cudaMallocHost, p, size);
+  if (err == cudaSuccess && p && *p && pg_shim_active()) {
+    pg_stack_t st;
+    PG_CAPTURE(&st);
+    pg_guard_t g = pg_shim_enter();
+    pg_decide_pinned(*p, size, PG_PIN_MALLOC_HOST, cudaHostAllocDefault, &st);
+    pg_shim_leave(g);
+  }
+  return err;
+}
+
+PG_INTERCEPT(cudaError_t, cudaHostRegister, void *p, size_t size, unsigned int flags) {
+  cudaError_t err = PG_FORWARD(cudaHostRegister, p, size, flags);
+  if (err == cudaSuccess && pg_shim_active()) {
+    pg_stack_t st;
+    PG_CAPTURE(&st);
+    pg_guard_t g = pg_shim_enter();
+    pg_decide_pinned(p, size, PG_PIN_REGISTER, flags, &st);
+    pg_shim_leave(g);
+  }
+  return err;
+}
+
+/* Free and unregister share one shape: check, forward, forget on success. */
+static cudaError_t unpin(void *p, bool is_free, const pg_stack_t *st) {
+  pg_guard_t g = pg_shim_enter();
+  pg_decide_before_unpin(p, is_free, st);
+  cudaError_t err = is_free ? PG_FORWARD(cudaFreeHost, p) : PG_FORWARD(cudaHostUnregister, p);
+  if (err == cudaSuccess) pg_decide_unpinned(p);
+  pg_shim_leave(g);
+  return err;
+}
+
+PG_INTERCEPT(cudaError_t, cudaFreeHost, void *p) {
+  if (!p || !pg_shim_active()) return PG_FORWARD(cudaFreeHost, p);
+  pg_stack_t st;
+  PG_CAPTURE(&st);
+  return unpin(p, true, &st);
+}
+
+PG_INTERCEPT(cudaError_t, cudaHostUnregister, void *p) {
+  if (!p || !pg_shim_active()) return PG_FORWARD(cudaHostUnregister, p);
+  pg_stack_t st;
+  PG_CAPTURE(&st);
+  return unpin(p, false, &st);
+}

@@ -1,0 +1,175 @@
+/* pg_cuda_sync.c: interceptors that order GPU work or tell the host it completed: events,
+ * stream and device synchronization, stream destruction, capture and graph launches. Each one
+ * forwards first and, on success, tells the tracker what the host now knows (happens-before). */
+#include "pg_intercept.h"
+#include "pg_shim.h"
+
+/* Forwards, then runs `on_success` under the reentrancy guard when tracking is on. */
+#define PG_AFTER_SUCCESS(call, on_success)                         \
+  __extension__({                                                  \
+    cudaError_t err_ = (call);                                     \
+    if (err_ == cudaSuccess && pg_shim_active()) {                 \
+      pg_guard_t g_ = pg_shim_enter();                             \
+      on_success;                                                  \
+      pg_shim_leave(g_);                                           \
+    }                                                              \
+    err_;                                                          \
+  })
+
+/* ---- streams ------------------------------------------------------------------------------- */
+/* What the host will know is fixed before the real call (other threads may enqueue while it
+ * blocks) and learned after it. A query that answers cudaSuccess means the same as a sync. */
+static cudaError_t host_sync(cudaStream_t s, cudaStream_t resolved, bool device,
+                             cudaError_t (*call)(cudaStream_t)) {
+  if (!pg_shim_active()) return call(s);
+  pg_guard_t g = pg_shim_enter();
+  if (device)
+    pg_decide_sync_prepare_device();
+  else
+    pg_decide_sync_prepare(resolved);
+  cudaError_t err = call(s);
+  pg_decide_sync_done(err == cudaSuccess);
+  pg_shim_leave(g);
+  return err;
+}
+
+#define PG_STREAM_SYNC(name, ptsz)                                                            \
+  static cudaError_t real_##name(cudaStream_t s) { return PG_FORWARD(name, s); }              \
+  PG_INTERCEPT(cudaError_t, name, cudaStream_t s) {                                            \
+    return host_sync(s, pg_stream_of(s, ptsz), false, real_##name);                              \
+  }
+PG_STREAM_SYNC(cudaStreamSynchronize, false)
+PG_STREAM_SYNC(cudaStreamSynchronize_ptsz, true)
+PG_STREAM_SYNC(cudaStreamQuery, false)
+PG_STREAM_SYNC(cudaStreamQuery_ptsz, true)
+
+static cudaError_t real_device_sync(cudaStream_t unused) {
+  (void)unused;
+  return PG_FORWARD(cudaDeviceSynchronize);
+}
+PG_INTERCEPT(cudaError_t, cudaDeviceSynchronize, void) {
+  return host_sync(0, 0, true, real_device_sync);
+}
+
+PG_INTERCEPT(cudaError_t, cudaStreamDestroy, cudaStream_t s) {
+  /* Destroying a stream with work pending is legal: the work still completes. The tracker keeps
+   * that work's accesses and forgets only the handle, which the runtime may hand out again. */
+  return PG_AFTER_SUCCESS(PG_FORWARD(cudaStreamDestroy, s), pg_decide_stream_destroyed(s));
+}
+
+/* ---- events -------------------------------------------------------------------------------- */
+#define PG_EVENT_RECORD(name, ptsz)                                                           \
+  PG_INTERCEPT(cudaError_t, name, cudaEvent_t e, cudaStream_t s) {                             \
+    return PG_AFTER_SUCCESS(PG_FORWARD(name, e, s),                                           \
+                            pg_decide_event_recorded(e, pg_stream_of(s, ptsz)));              \
+  }
+PG_EVENT_RECORD(cudaEventRecord, false)
+PG_EVENT_RECORD(cudaEventRecord_ptsz, true)
+
+#define PG_EVENT_RECORD_FLAGS(name, ptsz)                                                     \
+  PG_INTERCEPT(cudaError_t, name, cudaEvent_t e, cudaStream_t s, unsigned int flags) {         \
+    return PG_AFTER_SUCCESS(PG_FORWARD(name, e, s, flags),                                    \
+                            pg_decide_event_recorded(e, pg_stream_of(s, ptsz)));              \
+  }
+PG_EVENT_RECORD_FLAGS(cudaEventRecordWithFlags, false)
+PG_EVENT_RECORD_FLAGS(cudaEventRecordWithFlags_ptsz, true)
+
+PG_INTERCEPT(cudaError_t, cudaEventDestroy, cudaEvent_t e) {
+  return PG_AFTER_SUCCESS(PG_FORWARD(cudaEventDestroy, e), pg_decide_event_destroyed(e));
+}
+
+PG_INTERCEPT(cudaError_t, cudaEventSynchronize, cudaEvent_t e) {
+  return PG_AFTER_SUCCESS(PG_FORWARD(cudaEventSynchronize, e), pg_decide_event_completed(e));
+}
+
+PG_INTERCEPT(cudaError_t, cudaEventQuery, cudaEvent_t e) {
+  return PG_AFTER_SUCCESS(PG_FORWARD(cudaEventQuery, e), pg_decide_event_completed(e));
+}
+
+#define PG_STREAM_WAIT_EVENT(name, ptsz)                                                      \
+  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaEvent_t e, unsigned int flags) {         \
+    return PG_AFTER_SUCCESS(PG_FORWARD(name, s, e, flags),                                    \
+                            pg_decide_stream_waited_event(pg_stream_of(s, ptsz), e));         \
+  }
+PG_STREAM_WAIT_EVENT(cudaStreamWaitEvent, false)
+PG_STREAM_WAIT_EVENT(cudaStreamWaitEvent_ptsz, true)
+
+/* A host function runs on the stream after the work before it, but tells the host nothing by
+ * itself; when the application learns of it through its own signal, pinguard's completion check
+ * queries the accesses' events, which have completed by then. So it is forwarded untouched. */
+#define PG_LAUNCH_HOST_FUNC(name)                                                             \
+  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaHostFn_t fn, void *user) {               \
+    return PG_FORWARD(name, s, fn, user);                                                     \
+  }
+PG_LAUNCH_HOST_FUNC(cudaLaunchHostFunc)
+PG_LAUNCH_HOST_FUNC(cudaLaunchHostFunc_ptsz)
+
+/* ---- capture and graphs -------------------------------------------------------------------- */
+#define PG_BEGIN_CAPTURE(name, ptsz)                                                          \
+  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, enum cudaStreamCaptureMode mode) {           \
+    return PG_AFTER_SUCCESS(PG_FORWARD(name, s, mode),                                        \
+                            pg_decide_capture_begun(pg_stream_of(s, ptsz)));                  \
+  }
+PG_BEGIN_CAPTURE(cudaStreamBeginCapture, false)
+PG_BEGIN_CAPTURE(cudaStreamBeginCapture_ptsz, true)
+
+/* The capture ends whatever the result; a failed one leaves no graph to replay. */
+#define PG_END_CAPTURE(name, ptsz)                                                            \
+  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaGraph_t *graph) {                        \
+    cudaError_t err = PG_FORWARD(name, s, graph);                                             \
+    if (pg_shim_active()) {                                                                   \
+      pg_guard_t g = pg_shim_enter();                                                         \
+      pg_decide_capture_ended(pg_stream_of(s, ptsz),                                          \
+                              (err == cudaSuccess && graph) ? *graph : NULL);                 \
+      pg_shim_leave(g);                                                                       \
+    }                                                                                         \
+    return err;                                                                               \
+  }
+PG_END_CAPTURE(cudaStreamEndCapture, false)
+PG_END_CAPTURE(cudaStreamEndCapture_ptsz, true)
+
+/* Observed only: the decision layer asks the real function itself when it must know. */
+#define PG_IS_CAPTURING(name)                                                                 \
+  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, enum cudaStreamCaptureStatus *status) {      \
+    return PG_FORWARD(name, s, status);                                                       \
+  }
+PG_IS_CAPTURING(cudaStreamIsCapturing)
+PG_IS_CAPTURING(cudaStreamIsCapturing_ptsz)
+
+PG_INTERCEPT(cudaError_t, cudaGraphInstantiate, cudaGraphExec_t *exec, cudaGraph_t graph,
+             unsigned long long flags) {
+  cudaError_t err = PG_FORWARD(cudaGraphInstantiate, exec, graph, flags);
+  if (err == cudaSuccess && exec && pg_shim_active()) {
+    pg_guard_t g = pg_shim_enter();
+    pg_decide_graph_instantiated(*exec, graph);
+    pg_shim_leave(g);
+  }
+  return err;
+}
+
+PG_INTERCEPT(cudaError_t, cudaGraphInstantiateWithFlags, cudaGraphExec_t *exec,
+             cudaGraph_t graph, unsigned long long flags) {
+  cudaError_t err = PG_FORWARD(cudaGraphInstantiateWithFlags, exec, graph, flags);
+  if (err == cudaSuccess && exec && pg_shim_active()) {
+    pg_guard_t g = pg_shim_enter();
+    pg_decide_graph_instantiated(*exec, graph);
+    pg_shim_leave(g);
+  }
+  return err;
+}
+
+#define PG_GRAPH_LAUNCH(name, ptsz)                                                           \
+  PG_INTERCEPT(cudaError_t, name, cudaGraphExec_t exec, cudaStream_t s) {                      \
+    if (!pg_shim_active()) return PG_FORWARD(name, exec, s);                                  \
+    pg_stack_t st;                                                                            \
+    PG_CAPTURE(&st);                                                                          \
+    return PG_AFTER_SUCCESS(PG_FORWARD(name, exec, s),                                        \
+                            pg_decide_graph_launched(exec, pg_stream_of(s, ptsz), &st));      \
+  }
+PG_GRAPH_LAUNCH(cudaGraphLaunch, false)
+PG_GRAPH_LAUNCH(cudaGraphLaunch_ptsz, true)
+
+PG_INTERCEPT(cudaError_t, cudaGraphExecDestroy, cudaGraphExec_t exec) {
+  return PG_AFTER_SUCCESS(PG_FORWARD(cudaGraphExecDestroy, exec),
+                          pg_decide_graph_exec_destroyed(exec));
+}

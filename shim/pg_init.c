@@ -1,0 +1,132 @@
+/* pg_init.c: the preload glue. Reads options in a constructor (no CUDA call there: libcudart may
+ * not even be loaded yet), starts tracking lazily on the first CUDA call that needs it, keeps the
+ * per-thread reentrancy flag, takes every lock around fork, and prints the exit summary. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pg_intercept.h"
+#include "pg_policy.h"
+#include "pg_shim.h"
+
+/* Three-state init (style.md): calls arriving before or during it pass straight through. */
+enum { INIT_NONE, INIT_RUNNING, INIT_READY };
+static atomic_int init_state = INIT_NONE;
+
+/* Tracking starts on the first call that wants it: 0 not yet, 1 on, -1 inert for good. */
+static atomic_int tracking_state = 0;
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static __thread bool inside_pinguard;
+
+void pg_shim_warn(const char *fmt, ...) {
+  char line[512];
+  int n = snprintf(line, sizeof line, "pinguard: WARNING: ");
+  va_list ap;
+  va_start(ap, fmt);
+  int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+  va_end(ap);
+  size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+  if (len > sizeof line - 2) len = sizeof line - 2;
+  line[len++] = '\n';
+  ssize_t unused = write(STDERR_FILENO, line, len);
+  (void)unused;
+}
+
+pg_guard_t pg_shim_enter(void) {
+  pg_guard_t g = {inside_pinguard};
+  inside_pinguard = true;
+  return g;
+}
+
+void pg_shim_leave(pg_guard_t g) { inside_pinguard = g.was_inside; }
+
+/* ---- lazy start ----------------------------------------------------------------------------- */
+static bool start_tracking(void) {
+  if (!pg_resolve_required()) return false;
+  pg_decide_cuda_t cuda = {
+      .tracker =
+          {
+              .event_create_with_flags = PG_REAL(cudaEventCreateWithFlags),
+              .event_record = PG_REAL(cudaEventRecord),
+              .event_query = PG_REAL(cudaEventQuery),
+              .event_synchronize = PG_REAL(cudaEventSynchronize),
+              .event_destroy = PG_REAL(cudaEventDestroy),
+              .stream_get_flags = PG_REAL(cudaStreamGetFlags),
+          },
+      .stream_is_capturing = PG_REAL(cudaStreamIsCapturing),
+      .stream_wait_event = PG_REAL(cudaStreamWaitEvent),
+      .pointer_get_attributes = PG_REAL(cudaPointerGetAttributes),
+  };
+  /* The fault handler goes in before the first page can be protected. */
+  if (pg_policy_options()->guard) pg_signal_install();
+  return pg_decide_start(&cuda);
+}
+
+bool pg_shim_active(void) {
+  if (inside_pinguard) return false;
+  if (atomic_load_explicit(&init_state, memory_order_acquire) != INIT_READY) return false;
+  int t = atomic_load_explicit(&tracking_state, memory_order_acquire);
+  if (t != 0) return t > 0;
+  if (pg_policy_options()->mode == PG_MODE_OFF) {
+    atomic_store(&tracking_state, -1);
+    return false;
+  }
+  /* First tracked call: resolve and start once, with the reentrancy flag held so that nothing
+   * the start does is itself tracked. */
+  pthread_mutex_lock(&start_lock);
+  if (atomic_load(&tracking_state) == 0) {
+    pg_guard_t g = pg_shim_enter();
+    bool ok = start_tracking();
+    pg_shim_leave(g);
+    if (!ok) pg_shim_warn("pinguard stays inert in this process: every call is forwarded");
+    atomic_store_explicit(&tracking_state, ok ? 1 : -1, memory_order_release);
+  }
+  pthread_mutex_unlock(&start_lock);
+  return atomic_load_explicit(&tracking_state, memory_order_acquire) > 0;
+}
+
+bool pg_shim_tracking(void) {
+  return !inside_pinguard && atomic_load_explicit(&tracking_state, memory_order_acquire) > 0;
+}
+
+/* ---- fork: every lock is taken before and released after, in both processes ----------------- */
+static void atfork_prepare(void) {
+  pthread_mutex_lock(&start_lock);
+  pg_decide_atfork_prepare();
+}
+static void atfork_parent(void) {
+  pg_decide_atfork_parent();
+  pthread_mutex_unlock(&start_lock);
+}
+static void atfork_child(void) {
+  pg_decide_atfork_child(); /* the child has no GPU work in flight */
+  pthread_mutex_unlock(&start_lock);
+}
+
+/* ---- constructor and exit ------------------------------------------------------------------- */
+__attribute__((constructor)) static void pg_shim_init(void) {
+  int expected = INIT_NONE;
+  if (!atomic_compare_exchange_strong(&init_state, &expected, INIT_RUNNING)) return;
+  pg_guard_t g = pg_shim_enter();
+  pg_policy_init();        /* options: defaults < __pinguard_default_options < PINGUARD_OPTIONS */
+  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+  pg_shim_leave(g);
+  atomic_store_explicit(&init_state, INIT_READY, memory_order_release);
+}
+
+__attribute__((destructor)) static void pg_shim_fini(void) {
+  if (atomic_load(&init_state) != INIT_READY) return;
+  pg_guard_t g = pg_shim_enter();
+  int status = pg_policy_finish(); /* prints the summary; non-negative: exit with this status */
+  pg_shim_leave(g);
+  if (status >= 0) {
+    /* As the sanitizers do: the reported errors decide the status. Flush what the program
+     * buffered, since _exit skips the rest of exit(). */
+    fflush(NULL);
+    _exit(status);
+  }
+}

@@ -1,0 +1,99 @@
+/* pg_intercept.h: how the shim defines an interposed CUDA entry point and reaches the real one.
+ *
+ * How to add an interceptor:
+ *   1. Add `PG_HOOK(name, 0)` to pg_hooks.inc (and a _ptsz twin if the runtime has one; declare
+ *      its prototype below if the CUDA header does not).
+ *   2. In the shim file for its concern, write
+ *        PG_INTERCEPT(cudaError_t, name, params...) {
+ *          if (!pg_shim_active()) return PG_REAL(name)(args...);
+ *          ... tell policy/tracker, forward with PG_REAL(name)(args...), record the result ...
+ *        }
+ *   3. Add the name to libpinguard.map. The export test checks that nothing else leaks.
+ * Bodies stay short: the work belongs in policy/ and tracker/, which have unit tests. */
+#ifndef PG_INTERCEPT_H
+#define PG_INTERCEPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <cuda_runtime_api.h>
+
+/* ---- prototypes the CUDA header only declares in per-thread-default-stream builds ---------- */
+#define PG_DECLARE_PTSZ(name) extern __typeof__(name) name##_ptsz
+PG_DECLARE_PTSZ(cudaMemcpyAsync);
+PG_DECLARE_PTSZ(cudaMemcpy2DAsync);
+PG_DECLARE_PTSZ(cudaMemcpy3DAsync);
+PG_DECLARE_PTSZ(cudaMemcpyToSymbolAsync);
+PG_DECLARE_PTSZ(cudaMemcpyFromSymbolAsync);
+PG_DECLARE_PTSZ(cudaLaunchKernel);
+PG_DECLARE_PTSZ(cudaLaunchKernelExC);
+PG_DECLARE_PTSZ(cudaStreamSynchronize);
+PG_DECLARE_PTSZ(cudaStreamQuery);
+PG_DECLARE_PTSZ(cudaEventRecord);
+PG_DECLARE_PTSZ(cudaEventRecordWithFlags);
+PG_DECLARE_PTSZ(cudaStreamWaitEvent);
+PG_DECLARE_PTSZ(cudaLaunchHostFunc);
+PG_DECLARE_PTSZ(cudaStreamBeginCapture);
+PG_DECLARE_PTSZ(cudaStreamEndCapture);
+PG_DECLARE_PTSZ(cudaStreamIsCapturing);
+PG_DECLARE_PTSZ(cudaGraphLaunch);
+
+/* cudaMemcpyBatchAsync changed ABI between 12.8 (9 arguments, with size_t *failIdx) and 13.0
+ * (8 arguments). We export one definition with the 12.8 shape: a 13.0 caller passes the stream
+ * where we see `fail_idx` and leaves the 9th argument unset; pg_batch_abi() says which reading is
+ * right, from cudaRuntimeGetVersion at run time (never from the compile-time CUDART_VERSION). */
+typedef cudaError_t (*pg_batch_fn_13)(void *const *dsts, const void *const *srcs,
+                                      const size_t *sizes, size_t count,
+                                      struct cudaMemcpyAttributes *attrs, size_t *attrs_idxs,
+                                      size_t num_attrs, cudaStream_t stream);
+typedef cudaError_t (*pg_batch_fn_128)(void *const *dsts, const void *const *srcs,
+                                       const size_t *sizes, size_t count,
+                                       struct cudaMemcpyAttributes *attrs, size_t *attrs_idxs,
+                                       size_t num_attrs, size_t *fail_idx, cudaStream_t stream);
+
+/* ---- the hook table (one entry per PG_HOOK line) ------------------------------------------- */
+enum pg_hook_id {
+#define PG_HOOK(name, required) PG_HOOK_ID_##name,
+#include "pg_hooks.inc"
+#undef PG_HOOK
+  PG_HOOK_COUNT
+};
+
+/* Returns the real function for a hook, resolving it on first use; NULL if it cannot be found
+ * (a warning is printed once for that name). Lock-free: the slot is an atomic pointer. */
+void *pg_real(enum pg_hook_id id);
+
+/* PG_REAL(name) is the real function with its exact prototype. */
+#define PG_REAL(name) ((__typeof__(&name))pg_real(PG_HOOK_ID_##name))
+
+/* Calls the real function, or returns cudaErrorSharedObjectSymbolNotFound if it does not exist
+ * (only possible when the process has no libcudart, or one without that entry point). */
+#define PG_FORWARD(name, ...)                                                   \
+  __extension__({                                                               \
+    __typeof__(&name) real_ = PG_REAL(name);                                    \
+    real_ ? real_(__VA_ARGS__) : cudaErrorSharedObjectSymbolNotFound;           \
+  })
+
+/* Defines an exported interceptor. */
+#define PG_INTERCEPT(ret, name, ...) \
+  __attribute__((visibility("default"))) ret name(__VA_ARGS__)
+
+/* The runtime's version (e.g. 13000, 12080), asked once through the real
+ * cudaRuntimeGetVersion; 0 if unknown. Never called from a constructor. */
+int pg_runtime_version(void);
+
+/* ---- state every interceptor consults ------------------------------------------------------ */
+
+/* True when this call should be tracked: options say audit or enforce, the required hooks
+ * resolved, and the calling thread is not already inside pinguard (reentrancy). */
+bool pg_shim_active(void);
+
+/* True only once tracking has started (never starts it): for the libc interposers, which run
+ * in every process and must cost nothing where CUDA is never used. */
+bool pg_shim_tracking(void);
+
+/* Thread-local reentrancy guard: pinguard's own calls (reports, waits) are never tracked. */
+typedef struct pg_guard { bool was_inside; } pg_guard_t;
+pg_guard_t pg_shim_enter(void);
+void pg_shim_leave(pg_guard_t g);
+
+#endif /* PG_INTERCEPT_H */

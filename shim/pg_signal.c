@@ -1,0 +1,142 @@
+/* pg_signal.c: the SIGSEGV/SIGBUS handler behind guard pages, and the sigaction/signal
+ * interposers that keep it first. A fault on a page pinguard guards is settled (enforce: wait
+ * for the GPU access; audit: report) and the instruction retried. Every other fault goes to the
+ * handler the application installed, exactly as the kernel would have delivered it.
+ *
+ * While the handler is installed, the application's SIGSEGV/SIGBUS dispositions live in
+ * app_action[]: its sigaction() calls read and write them there, so it sees what it expects
+ * (its own handler, or what was there before pinguard) and becomes the handler chained to. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "pg_guard.h"
+#include "pg_intercept.h"
+#include "pg_shim.h"
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+
+static const int guarded_signals[] = {SIGSEGV, SIGBUS};
+#define NSIG_GUARDED 2
+
+static struct sigaction app_action[NSIG_GUARDED];
+static atomic_bool installed;
+
+static int slot_of(int sig) {
+  for (int i = 0; i < NSIG_GUARDED; i++)
+    if (guarded_signals[i] == sig) return i;
+  return -1;
+}
+
+static sigaction_fn real_sigaction(void) {
+  static _Atomic(sigaction_fn) fn;
+  sigaction_fn f = atomic_load_explicit(&fn, memory_order_acquire);
+  if (!f) {
+    f = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+    atomic_store_explicit(&fn, f, memory_order_release);
+  }
+  return f;
+}
+
+/* ---- chaining to the application's handler ---------------------------------------------------- */
+/* A fault raised by the CPU (not by kill or raise) cannot be ignored: the kernel kills the
+ * process when its handler is SIG_IGN or the signal is blocked. */
+static bool is_hardware_fault(const siginfo_t *info) { return info->si_code > 0; }
+
+static void die_by_default(int sig, const siginfo_t *info) {
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  real_sigaction()(sig, &dfl, NULL);
+  /* Returning re-executes a faulting instruction, which now meets the default action: the
+   * process dies exactly as it would have without pinguard (core dump included). A signal sent
+   * by kill/raise is raised again instead. */
+  if (!is_hardware_fault(info)) raise(sig);
+}
+
+static void chain(int sig, siginfo_t *info, void *uctx) {
+  int slot = slot_of(sig);
+  struct sigaction act = app_action[slot];
+  if (!(act.sa_flags & SA_SIGINFO) && act.sa_handler == SIG_IGN) {
+    if (is_hardware_fault(info)) die_by_default(sig, info);
+    return;
+  }
+  if (!(act.sa_flags & SA_SIGINFO) && act.sa_handler == SIG_DFL) {
+    die_by_default(sig, info);
+    return;
+  }
+  if (act.sa_flags & SA_RESETHAND) { /* the kernel resets the disposition on delivery */
+    memset(&app_action[slot], 0, sizeof app_action[slot]);
+    app_action[slot].sa_handler = SIG_DFL;
+  }
+  /* Block what the application's handler asked for, as the kernel would have. */
+  sigset_t mask, old;
+  mask = act.sa_mask;
+  if (!(act.sa_flags & SA_NODEFER)) sigaddset(&mask, sig);
+  pthread_sigmask(SIG_BLOCK, &mask, &old);
+  if (act.sa_flags & SA_SIGINFO)
+    act.sa_sigaction(sig, info, uctx);
+  else
+    act.sa_handler(sig);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* ---- pinguard's handler --------------------------------------------------------------------- */
+static void on_fault(int sig, siginfo_t *info, void *uctx) {
+  int saved_errno = errno;
+  ucontext_t *uc = uctx;
+  uintptr_t addr = (uintptr_t)info->si_addr;
+  if (sig == SIGSEGV && info->si_code == SEGV_ACCERR && pg_guard_owns(addr)) {
+    bool is_write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0; /* x86 page-fault error code */
+    void *pc = (void *)uc->uc_mcontext.gregs[REG_RIP];
+    void *fp = (void *)uc->uc_mcontext.gregs[REG_RBP];
+    pg_guard_t g = pg_shim_enter();
+    pg_decide_cpu_fault(addr, is_write, pc, fp);
+    pg_shim_leave(g);
+    errno = saved_errno;
+    return; /* the faulting instruction runs again */
+  }
+  errno = saved_errno;
+  chain(sig, info, uctx);
+}
+
+void pg_signal_install(void) {
+  if (atomic_exchange(&installed, true)) return;
+  struct sigaction ours;
+  memset(&ours, 0, sizeof ours);
+  ours.sa_sigaction = on_fault;
+  /* SA_NODEFER: the application's own handler decides what it blocks (see chain). SA_ONSTACK:
+   * a stack-overflow fault must still reach a handler that expects the alternate stack. */
+  ours.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK | SA_RESTART;
+  sigemptyset(&ours.sa_mask);
+  for (int i = 0; i < NSIG_GUARDED; i++)
+    real_sigaction()(guarded_signals[i], &ours, &app_action[i]);
+}
+
+/* ---- interposers ------------------------------------------------------------------------------ */
+__attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction *act,
+                                                     struct sigaction *oldact) {
+  int slot = slot_of(sig);
+  if (slot < 0 || !atomic_load_explicit(&installed, memory_order_acquire))
+    return real_sigaction()(sig, act, oldact);
+  if (oldact) *oldact = app_action[slot];
+  if (act) app_action[slot] = *act;
+  return 0;
+}
+
+__attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler) {
+  /* glibc's signal() has BSD semantics: SA_RESTART, handler kept after delivery. */
+  struct sigaction act, old;
+  memset(&act, 0, sizeof act);
+  act.sa_handler = handler;
+  act.sa_flags = SA_RESTART;
+  sigemptyset(&act.sa_mask);
+  sigaddset(&act.sa_mask, sig);
+  if (sigaction(sig, &act, &old) != 0) return SIG_ERR;
+  return old.sa_handler;
+}

@@ -1,0 +1,78 @@
+/* Intent: pinguard's fault handler stays first when the application installs its own SIGSEGV
+ * handler, before the first CUDA call ("early") or after ("late"): guard pages still catch the
+ * CPU read of an in-flight buffer, and a genuine NULL dereference still reaches the
+ * application's handler, which recovers with siglongjmp. "resethand": a faulthandler-like
+ * handler (SA_RESETHAND | SA_NODEFER) prints a dump and returns; the fault repeats under the
+ * default action and the process dies of SIGSEGV, exactly as it would without pinguard.
+ * Usage: guard_app_handler bug early|late|resethand */
+#include <setjmp.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "e2e.h"
+
+static sigjmp_buf recover;
+
+static void app_handler(int sig, siginfo_t *info, void *uctx) {
+  (void)sig, (void)uctx;
+  if (info->si_addr == NULL) siglongjmp(recover, 1);
+  _exit(3); /* a fault the test did not plan */
+}
+
+static void dump_handler(int sig) {
+  static const char msg[] = "faulthandler-like dump\n";
+  ssize_t w = write(STDOUT_FILENO, msg, sizeof msg - 1);
+  (void)w, (void)sig;
+}
+
+static void install(const char *how) {
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sigemptyset(&sa.sa_mask);
+  if (strcmp(how, "resethand") == 0) {
+    sa.sa_handler = dump_handler;
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+  } else {
+    sa.sa_sigaction = app_handler;
+    sa.sa_flags = SA_SIGINFO;
+  }
+  if (sigaction(SIGSEGV, &sa, &old) != 0) exit(2);
+  /* What was there before must look like what the application expects: no handler of its own. */
+  if (old.sa_handler != SIG_DFL) {
+    printf("unexpected previous SIGSEGV disposition\n");
+    exit(2);
+  }
+}
+
+int main(int argc, char **argv) {
+  e2e_is_bug(argc, argv);
+  const char *how = argc > 2 ? argv[2] : "early";
+  if (strcmp(how, "late") != 0) install(how);
+
+  unsigned char *host, copy[64];
+  void *dev;
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK(cudaHostAlloc((void **)&host, BUF_BYTES, cudaHostAllocDefault));
+  CHECK(cudaMalloc(&dev, BUF_BYTES));
+  if (strcmp(how, "late") == 0) install(how);
+
+  CHECK(cudaMemcpyAsync(host, dev, BUF_BYTES, cudaMemcpyDeviceToHost, s));
+  memcpy(copy, host + 8192, sizeof copy); /* caught by the guard, not by the application */
+  __asm__ volatile("" : : "r"(copy) : "memory"); /* the read must happen */
+  CHECK(cudaStreamSynchronize(s));
+  printf("guard survived the application's handler\n");
+  fflush(stdout);
+
+  if (sigsetjmp(recover, 1) == 0) {
+    volatile int *null = NULL;
+    *null = 1; /* a genuine bug of the application's */
+    printf("no fault?\n");
+    return 1;
+  }
+  printf("application handler caught the NULL dereference\n");
+  CHECK(cudaFreeHost(host));
+  CHECK(cudaFree(dev));
+  CHECK(cudaStreamDestroy(s));
+  return 0;
+}

@@ -1,0 +1,39 @@
+/* Intent: guard pages catch plain CPU accesses to in-flight pinned buffers, with no CUDA call at
+ * the moment of harm. "read": memcpy out of the destination of an in-flight device->host copy
+ * (cpu-read-during-device-write). "write": memset into the source of an in-flight host->device
+ * copy (cpu-write-during-device-access). Enforce waits, so the read sees the copied bytes and
+ * the device reads the old ones. The fixed twin synchronizes first. Usage: bug|fixed read|write. */
+#include "e2e.h"
+
+int main(int argc, char **argv) {
+  int bug = e2e_is_bug(argc, argv);
+  int do_read = argc < 3 || strcmp(argv[2], "write") != 0;
+  unsigned char *host, *check = malloc(BUF_BYTES);
+  void *dev;
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK(cudaHostAlloc((void **)&host, BUF_BYTES, cudaHostAllocDefault));
+  CHECK(cudaMalloc(&dev, BUF_BYTES));
+  if (do_read) {
+    memset(host, 0, BUF_BYTES);
+    CHECK(cudaMemsetAsync(dev, 0x5a, BUF_BYTES, s)); /* same stream: ordered before the copy */
+    CHECK(cudaMemcpyAsync(host, dev, BUF_BYTES, cudaMemcpyDeviceToHost, s));
+    if (!bug) CHECK(cudaStreamSynchronize(s));
+    memcpy(check, host, BUF_BYTES); /* the serializer's read */
+    printf("read byte 0x%02x\n", check[BUF_BYTES / 2]);
+  } else {
+    memset(host, 0x11, BUF_BYTES);
+    CHECK(cudaMemcpyAsync(dev, host, BUF_BYTES, cudaMemcpyHostToDevice, s));
+    if (!bug) CHECK(cudaStreamSynchronize(s));
+    memset(host, 0x22, BUF_BYTES); /* the next user's overwrite */
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaMemcpy(check, dev, BUF_BYTES, cudaMemcpyDeviceToHost));
+    printf("device got byte 0x%02x\n", check[BUF_BYTES / 2]);
+  }
+  CHECK(cudaStreamSynchronize(s));
+  CHECK(cudaFreeHost(host));
+  CHECK(cudaFree(dev));
+  CHECK(cudaStreamDestroy(s));
+  free(check);
+  return 0;
+}
