@@ -163,7 +163,7 @@ bool pg_decide_start(const pg_decide_cuda_t *c) {
   cuda = *c;
   if (pg_tracker_init(&cuda.tracker) != 0) return false;
   pg_stack_set_fast_unwind(pg_policy_options()->fast_unwind);
-  if (pg_policy_options()->guard) {
+  if (pg_policy_guard()) {
     void *warm[4];
     backtrace(warm, 4); /* loads the unwinder now, never in the fault handler */
     pg_guard_enable((size_t)pg_policy_options()->guard_min_bytes);

@@ -18,6 +18,7 @@ static void default_u8(int *d, int v) { *d = v; }
 static void default_depth(int *d, int v) { *d = v; }
 static void default_size(uint64_t *d, uint64_t v) { *d = v; }
 static void default_mode(pg_mode_t *d, pg_mode_t v) { *d = v; }
+static void default_tristate(int *d, int v) { *d = v; }
 static void default_format(pg_log_format_t *d, pg_log_format_t v) { *d = v; }
 static void default_str(pg_optstr_t *d, const char *v) {
   size_t n = strlen(v);
@@ -117,6 +118,17 @@ static bool set_mode(pg_mode_t *d, const char *v, size_t n, const char **expecte
   if (span_eq_ci(v, n, "audit")) return *d = PG_MODE_AUDIT, true;
   if (span_eq_ci(v, n, "enforce")) return *d = PG_MODE_ENFORCE, true;
   return false;
+}
+
+static bool set_tristate(int *d, const char *v, size_t n, const char **expected) {
+  bool b;
+  if (span_eq_ci(v, n, "auto")) return *d = PG_AUTO, true;
+  if (!set_bool(&b, v, n, expected)) {
+    *expected = "auto, 1/0, true/false, yes/no or on/off";
+    return false;
+  }
+  *d = b;
+  return true;
 }
 
 static bool set_format(pg_log_format_t *d, const char *v, size_t n, const char **expected) {
@@ -259,6 +271,9 @@ static void fmt_depth(const int *v, pg_buf_t *b) { pg_buf_i64(b, *v); }
 static void fmt_size(const uint64_t *v, pg_buf_t *b) { pg_buf_u64(b, *v); }
 static void fmt_str(const pg_optstr_t *v, pg_buf_t *b) { pg_buf_puts(b, v->s); }
 static void fmt_mode(const pg_mode_t *v, pg_buf_t *b) { pg_buf_puts(b, pg_mode_name(*v)); }
+static void fmt_tristate(const int *v, pg_buf_t *b) {
+  pg_buf_puts(b, *v == PG_AUTO ? "auto" : *v ? "1" : "0");
+}
 static void fmt_format(const pg_log_format_t *v, pg_buf_t *b) {
   pg_buf_puts(b, pg_log_format_name(*v));
 }

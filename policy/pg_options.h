@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 typedef enum pg_mode { PG_MODE_OFF, PG_MODE_AUDIT, PG_MODE_ENFORCE } pg_mode_t;
+#define PG_AUTO (-1) /* a tristate option left to pinguard, which decides from the mode */
 typedef enum pg_log_format { PG_FORMAT_TEXT, PG_FORMAT_JSON } pg_log_format_t;
 
 /* Longest accepted string value (a path), including the NUL. */
@@ -23,6 +24,7 @@ typedef struct pg_optstr { char s[PG_OPT_STR_MAX]; } pg_optstr_t;
  *   size   decimal 0..2^62 with optional k/m/g suffix (binary units)
  *   str    any bytes; quote with ' or " to include ':' or ','; at most PG_OPT_STR_MAX-1 bytes
  *   mode   off|audit|enforce
+ *   tristate  auto, or a bool (stored as PG_AUTO, 0 or 1)
  *   format text|json */
 #define PG_OPT_CTYPE_bool bool
 #define PG_OPT_CTYPE_uint int
@@ -31,6 +33,7 @@ typedef struct pg_optstr { char s[PG_OPT_STR_MAX]; } pg_optstr_t;
 #define PG_OPT_CTYPE_size uint64_t
 #define PG_OPT_CTYPE_str pg_optstr_t
 #define PG_OPT_CTYPE_mode pg_mode_t
+#define PG_OPT_CTYPE_tristate int /* PG_AUTO, 0 or 1 */
 #define PG_OPT_CTYPE_format pg_log_format_t
 
 typedef struct pg_options {

@@ -161,6 +161,13 @@ static void note_limit(void) {
   emit(line, b.len);
 }
 
+bool pg_policy_guard(void) {
+  if (opts.guard != PG_AUTO) return opts.guard != 0;
+  /* Both audit and enforce: catching the CPU side of the contract in unmodified code is what
+   * guard pages are for, and their measured cost (docs/GUARD.md) fits the overhead budget. */
+  return opts.mode == PG_MODE_AUDIT || opts.mode == PG_MODE_ENFORCE;
+}
+
 pg_verdict_t pg_policy_report(const pg_report_t *r) {
   if (pg_policy_mode() == PG_MODE_OFF || (unsigned)r->kind >= PG_KIND_COUNT) {
     atomic_fetch_add(&ignored, 1);

@@ -42,6 +42,8 @@ void pg_policy_init(void);
 void pg_policy_configure(const char *program_defaults, const char *env);
 
 const pg_options_t *pg_policy_options(void);
+/* Whether guard pages are on: the guard option, with auto decided by the mode. */
+bool pg_policy_guard(void);
 pg_mode_t pg_policy_mode(void);
 static inline bool pg_policy_enforcing(void) { return pg_policy_mode() == PG_MODE_ENFORCE; }
 

@@ -62,7 +62,7 @@ static bool start_tracking(void) {
       .pointer_get_attributes = PG_REAL(cudaPointerGetAttributes),
   };
   /* The fault handler goes in before the first page can be protected. */
-  if (pg_policy_options()->guard) pg_signal_install();
+  if (pg_policy_guard()) pg_signal_install();
   return pg_decide_start(&cuda);
 }
 
