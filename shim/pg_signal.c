@@ -87,6 +87,14 @@ static void chain(int sig, siginfo_t *info, void *uctx) {
 }
 
 /* ---- pinguard's handler --------------------------------------------------------------------- */
+/* Why this is safe to run in a signal handler: it acts only on a synchronous fault on a page
+ * pinguard protected (pg_guard_owns), raised by an ordinary load or store of the program's.
+ * pinguard never touches a guarded page while it holds one of its locks, so the faulting thread
+ * holds none of the locks taken below (guard stripes, region and stream locks, the report lock);
+ * other threads holding them are not blocked on this one. Nothing below allocates: the stack is
+ * unwound by backtrace() (warmed up when the handler was installed), symbols come from dladdr and
+ * an mmap of the module's symbol table, the report is formatted into a fixed buffer and written
+ * with write(2). errno is preserved for the interrupted code. */
 static void on_fault(int sig, siginfo_t *info, void *uctx) {
   int saved_errno = errno;
   ucontext_t *uc = uctx;

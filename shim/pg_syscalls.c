@@ -126,6 +126,38 @@ PG_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
   return PG_LIBC(recvmsg)(fd, msg, flags);
 }
 
+/* ---- the double-underscore aliases glibc exports, which some libraries call directly ------- */
+extern ssize_t __write(int fd, const void *buf, size_t n);
+extern ssize_t __read(int fd, void *buf, size_t n);
+extern ssize_t __send(int fd, const void *buf, size_t n, int flags);
+extern ssize_t __pwrite64(int fd, const void *buf, size_t n, off64_t off);
+extern ssize_t __pread64(int fd, void *buf, size_t n, off64_t off);
+
+PG_EXPORT ssize_t __write(int fd, const void *buf, size_t n) {
+  if (pg_shim_tracking()) check(buf, n, false, "write(2)");
+  return PG_LIBC(__write)(fd, buf, n);
+}
+
+PG_EXPORT ssize_t __read(int fd, void *buf, size_t n) {
+  if (pg_shim_tracking()) check(buf, n, true, "read(2)");
+  return PG_LIBC(__read)(fd, buf, n);
+}
+
+PG_EXPORT ssize_t __send(int fd, const void *buf, size_t n, int flags) {
+  if (pg_shim_tracking()) check(buf, n, false, "send(2)");
+  return PG_LIBC(__send)(fd, buf, n, flags);
+}
+
+PG_EXPORT ssize_t __pwrite64(int fd, const void *buf, size_t n, off64_t off) {
+  if (pg_shim_tracking()) check(buf, n, false, "pwrite64(2)");
+  return PG_LIBC(__pwrite64)(fd, buf, n, off);
+}
+
+PG_EXPORT ssize_t __pread64(int fd, void *buf, size_t n, off64_t off) {
+  if (pg_shim_tracking()) check(buf, n, true, "pread64(2)");
+  return PG_LIBC(__pread64)(fd, buf, n, off);
+}
+
 /* ---- _FORTIFY_SOURCE variants: glibc calls read internally from these, past our read ------- */
 extern ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
 extern ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
