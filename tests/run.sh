@@ -17,10 +17,16 @@ run_build() { # name, extra cmake args...
   ctest --test-dir "$dir" --output-on-failure -j"$jobs"
 }
 
-run_build build
+# Every build runs even when an earlier one failed, so one run shows every failure.
+failed=""
+run_build build || failed="$failed build"
 if [ "${1:-}" != "--quick" ]; then
-  run_build build-asan -DPG_SANITIZE=address
-  run_build build-ubsan -DPG_SANITIZE=undefined
-  run_build build-tsan -DPG_SANITIZE=thread
+  run_build build-asan -DPG_SANITIZE=address || failed="$failed build-asan"
+  run_build build-ubsan -DPG_SANITIZE=undefined || failed="$failed build-ubsan"
+  run_build build-tsan -DPG_SANITIZE=thread || failed="$failed build-tsan"
+fi
+if [ -n "$failed" ]; then
+  echo "==> FAILED in:$failed"
+  exit 1
 fi
 echo "==> all test builds passed"
