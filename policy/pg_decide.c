@@ -77,6 +77,7 @@ static bool is_pinned(const void *p, size_t n, bool only_tracked) {
 
 /* ---- reports ------------------------------------------------------------------------------- */
 #define MAX_FOUND 64
+#define FAULT_FOUND 4
 
 static void fill_gpu(pg_gpu_access_t *g, const pg_access_t *a, uint64_t now) {
   memset(g, 0, sizeof *g);
@@ -90,14 +91,14 @@ static void fill_gpu(pg_gpu_access_t *g, const pg_access_t *a, uint64_t now) {
   g->stack = &a->stack;
 }
 
-/* Reports `kind` for the violating access [p, p+n) against the accesses found; `waited_ns` and
- * `action` say what enforce did. */
+/* Reports `kind` for the violating access [p, p+n) against the first `have` of the `total`
+ * accesses found; `waited_ns` and `action` say what enforce did. */
 static void report(pg_report_kind_t kind, const void *p, size_t n, const char *access_what,
-                   const pg_stack_t *access_stack, const pg_access_t *found, size_t nfound,
-                   pg_action_t action, uint64_t waited_ns, unsigned flags) {
+                   const pg_stack_t *access_stack, const pg_access_t *found, size_t have,
+                   size_t total, pg_action_t action, uint64_t waited_ns, unsigned flags) {
   pg_gpu_access_t gpu[PG_REPORT_MAX_GPU];
   uint64_t now = now_ns();
-  size_t shown = nfound < PG_REPORT_MAX_GPU ? nfound : PG_REPORT_MAX_GPU;
+  size_t shown = have < PG_REPORT_MAX_GPU ? have : PG_REPORT_MAX_GPU;
   for (size_t i = 0; i < shown; i++) fill_gpu(&gpu[i], &found[i], now);
 
   pg_report_t r;
@@ -116,46 +117,73 @@ static void report(pg_report_kind_t kind, const void *p, size_t n, const char *a
   r.access_what = access_what;
   r.access_stack = access_stack;
   r.gpu = gpu;
-  r.n_gpu = (unsigned)nfound;
+  r.n_gpu = (unsigned)total;
   r.action = action;
   r.waited_ns = waited_ns;
   r.flags = flags;
   pg_policy_report(&r);
 }
 
-/* The core decision for accesses found in flight: wait for each one (enforce, when waiting is
- * safe), then report (unless silent). Returns how many were found. */
-static int settle_flags(pg_report_kind_t kind, const void *p, size_t n, const char *access_what,
-                        const pg_stack_t *st, const pg_access_t *found, size_t total,
-                        bool silent, unsigned flags) {
+/* Which in-flight accesses a check is about. */
+typedef enum probe_kind {
+  PROBE_ANY,       /* every access to the range (free, release, CPU write) */
+  PROBE_WRITES,    /* accesses that may write it (commit, CPU read) */
+  PROBE_CONFLICTS, /* unordered accesses from other streams that race a new one */
+} probe_kind_t;
+
+typedef struct probe {
+  probe_kind_t kind;
+  const void *p;
+  size_t n;
+  pg_dir_t dir;         /* PROBE_CONFLICTS: the new access */
+  cudaStream_t stream;  /* PROBE_CONFLICTS: its stream */
+} probe_t;
+
+static size_t run_probe(const probe_t *q, pg_access_t *out, size_t cap) {
+  if (q->kind == PROBE_CONFLICTS) return pg_access_conflicts(q->p, q->n, q->dir, q->stream, out, cap);
+  return pg_inflight_query(q->p, q->n, q->kind == PROBE_WRITES, out, cap);
+}
+
+/* The core decision. Finds the accesses `q` describes (into found[cap]); enforce (or a silent
+ * wait) waits for every one of them, asking again while more remain than found[] holds; then
+ * one report (unless silent) names what was found. While a capture is active nothing waits and
+ * wait-during-capture is reported instead. Returns how many accesses were found at first. */
+static int settle(pg_report_kind_t kind, const probe_t *q, const char *access_what,
+                  const pg_stack_t *st, pg_access_t *found, size_t cap, bool silent,
+                  unsigned flags) {
+  size_t total = run_probe(q, found, cap);
   if (total == 0) return 0;
   pg_stat_add(PG_STAT_CONFLICTS, total);
-  size_t have = total < MAX_FOUND ? total : MAX_FOUND;
+  size_t have = total < cap ? total : cap;
   pg_action_t action = PG_ACTION_NONE;
   uint64_t waited = 0;
   if (enforcing() || silent) {
-    if (may_wait()) {
-      uint64_t t0 = now_ns();
-      for (size_t i = 0; i < have; i++) pg_access_wait(&found[i]);
-      waited = now_ns() - t0;
-      action = PG_ACTION_WAITED;
-      pg_policy_note_wait(waited);
-    } else {
-      action = PG_ACTION_NOT_WAITED_CAPTURE;
+    if (!may_wait()) {
       pg_stat_inc(PG_STAT_CAPTURE_SKIPS);
       if (!silent)
-        report(PG_KIND_WAIT_DURING_CAPTURE, p, n, access_what, st, found, total, action, 0,
-               flags);
+        report(PG_KIND_WAIT_DURING_CAPTURE, q->p, q->n, access_what, st, found, have, total,
+               PG_ACTION_NOT_WAITED_CAPTURE, 0, flags);
       return (int)total;
     }
+    /* Keep the first batch for the report; wait on copies of later ones. */
+    pg_access_t first[PG_REPORT_MAX_GPU];
+    size_t kept = have < PG_REPORT_MAX_GPU ? have : PG_REPORT_MAX_GPU;
+    memcpy(first, found, kept * sizeof *first);
+    uint64_t t0 = now_ns();
+    for (size_t left = total, n = have; left > 0;) {
+      for (size_t i = 0; i < n; i++) pg_access_wait(&found[i]);
+      if (left <= n) break;
+      left = run_probe(q, found, cap);
+      n = left < cap ? left : cap;
+    }
+    waited = now_ns() - t0;
+    action = PG_ACTION_WAITED;
+    pg_policy_note_wait(waited);
+    memcpy(found, first, kept * sizeof *first);
+    have = kept;
   }
-  if (!silent) report(kind, p, n, access_what, st, found, total, action, waited, flags);
+  if (!silent) report(kind, q->p, q->n, access_what, st, found, have, total, action, waited, flags);
   return (int)total;
-}
-
-static int settle(pg_report_kind_t kind, const void *p, size_t n, const char *access_what,
-                  const pg_stack_t *st, const pg_access_t *found, size_t total, bool silent) {
-  return settle_flags(kind, p, n, access_what, st, found, total, silent, 0);
 }
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
@@ -235,9 +263,9 @@ void pg_decide_before_unpin(void *p, bool is_free, const pg_stack_t *st) {
   pg_region_t reg;
   if (!pg_region_find(p, &reg) || reg.base != (uintptr_t)p) return;
   pg_access_t found[MAX_FOUND];
-  size_t total = pg_inflight_query(p, reg.size, 0, found, MAX_FOUND);
-  settle(is_free ? PG_KIND_FREE_DURING_DEVICE_ACCESS : PG_KIND_UNREGISTER_DURING_DEVICE_ACCESS, p,
-         reg.size, is_free ? "cudaFreeHost" : "cudaHostUnregister", st, found, total, false);
+  probe_t q = {.kind = PROBE_ANY, .p = p, .n = reg.size};
+  settle(is_free ? PG_KIND_FREE_DURING_DEVICE_ACCESS : PG_KIND_UNREGISTER_DURING_DEVICE_ACCESS, &q,
+         is_free ? "cudaFreeHost" : "cudaHostUnregister", st, found, MAX_FOUND, false, 0);
   /* Accesses still in flight (audit lets the call go on) must not guard these pages any more:
    * a freed range may be mapped again by anyone, an unregistered one is the program's again.
    * Done before the real call, so that no retirement can mprotect a range already reused. */
@@ -268,20 +296,12 @@ void pg_decide_before_op(pg_op_t *op) {
   keep_pinned_spans(op);
   for (size_t i = 0; i < op->nspans; i++) {
     const pg_span_t *s = &op->spans[i];
-    pg_access_t found[MAX_FOUND];
-    size_t total = pg_access_conflicts(s->p, s->n, s->dir, op->stream, found, MAX_FOUND);
-    if (total == 0) continue;
     /* The new access must not start before the ones it races with: enforce waits for them on
-     * the host (exactly those, never a device-wide sync). A capturing stream gets a report. */
-    if (stream_capturing(op->stream)) {
-      pg_stat_add(PG_STAT_CONFLICTS, total);
-      if (enforcing()) pg_stat_inc(PG_STAT_CAPTURE_SKIPS);
-      report(enforcing() ? PG_KIND_WAIT_DURING_CAPTURE : PG_KIND_DEVICE_ACCESS_CONFLICT, s->p,
-             s->n, op->api, &op->stack, found, total,
-             enforcing() ? PG_ACTION_NOT_WAITED_CAPTURE : PG_ACTION_NONE, 0, 0);
-      continue;
-    }
-    settle(PG_KIND_DEVICE_ACCESS_CONFLICT, s->p, s->n, op->api, &op->stack, found, total, false);
+     * the host (exactly those, never a device-wide sync); during a capture it reports. */
+    pg_access_t found[MAX_FOUND];
+    probe_t q = {.kind = PROBE_CONFLICTS, .p = s->p, .n = s->n, .dir = s->dir,
+                 .stream = op->stream};
+    settle(PG_KIND_DEVICE_ACCESS_CONFLICT, &q, op->api, &op->stack, found, MAX_FOUND, false, 0);
   }
 }
 
@@ -407,7 +427,7 @@ void pg_decide_stream_destroyed(cudaStream_t s) { pg_hb_stream_destroyed(s); }
  * tables, so a fault inside a leaf such as memcpy still names its caller. It was called once
  * when the handler was installed, so it no longer loads anything (the only unsafe part). The
  * frames up to the faulting instruction are pinguard's and the kernel's: dropped. */
-static void fault_stack(pg_stack_t *out, void *pc, void *fp) {
+void pg_decide_fault_stack(pg_stack_t *out, void *pc, void *fp) {
   void *buf[PG_STACK_MAX + 16];
   int n = backtrace(buf, (int)(sizeof buf / sizeof *buf));
   int start = -1;
@@ -422,22 +442,21 @@ static void fault_stack(pg_stack_t *out, void *pc, void *fp) {
   for (int i = start; i < n && out->depth < PG_STACK_MAX; i++) out->pc[out->depth++] = buf[i];
 }
 
-void pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp) {
+void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *st) {
   static uintptr_t page_size;
   if (!page_size) page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
   uintptr_t page = addr & ~(page_size - 1);
-  pg_access_t found[MAX_FOUND];
+  /* This may run on a program's small alternate signal stack (SA_ONSTACK): keep the frame small.
+   * Conflicts beyond these few are settled when the retried instruction faults again. */
+  pg_access_t found[FAULT_FOUND];
   /* A read races only with device writes; a write with any device access. */
-  size_t total = pg_inflight_query((const void *)page, page_size, !is_write, found, MAX_FOUND);
-  if (total > 0) {
-    pg_stat_inc(PG_STAT_GUARD_FAULTS);
-    pg_stack_t st;
-    fault_stack(&st, pc, fp);
-    pg_report_kind_t kind =
-        is_write ? PG_KIND_CPU_WRITE_DURING_DEVICE_ACCESS : PG_KIND_CPU_READ_DURING_DEVICE_WRITE;
-    settle_flags(kind, (const void *)addr, 0, is_write ? "CPU write" : "CPU read", &st, found,
-                 total, false, PG_REPORT_FROM_SIGNAL);
-  }
+  probe_t q = {.kind = is_write ? PROBE_ANY : PROBE_WRITES, .p = (const void *)page,
+               .n = page_size};
+  pg_report_kind_t kind =
+      is_write ? PG_KIND_CPU_WRITE_DURING_DEVICE_ACCESS : PG_KIND_CPU_READ_DURING_DEVICE_WRITE;
+  int total = settle(kind, &q, is_write ? "CPU write" : "CPU read", st, found, FAULT_FOUND, false,
+                     PG_REPORT_FROM_SIGNAL);
+  if (total > 0) pg_stat_inc(PG_STAT_GUARD_FAULTS);
   /* Whatever happened (waited, reported, or the access had already completed: a benign fault
    * that costs this one query), the instruction must be able to run when retried. Completed
    * accesses still counted on the page retire now, which unprotects it; only what stays in flight
@@ -451,10 +470,10 @@ void pg_decide_syscall(const void *p, size_t n, bool kernel_writes, const char *
                        const pg_stack_t *st) {
   if (pg_region_find_range(p, n, NULL, 0) == 0) return;
   pg_access_t found[MAX_FOUND];
-  size_t total = pg_inflight_query(p, n, !kernel_writes, found, MAX_FOUND);
+  probe_t q = {.kind = kernel_writes ? PROBE_ANY : PROBE_WRITES, .p = p, .n = n};
   settle(kernel_writes ? PG_KIND_SYSCALL_WRITE_DURING_DEVICE_ACCESS
                        : PG_KIND_SYSCALL_READ_DURING_DEVICE_WRITE,
-         p, n, call, st, found, total, false);
+         &q, call, st, found, MAX_FOUND, false, 0);
   /* The kernel meets no fault handler: a page still guarded would make the call fail with
    * EFAULT. Let the CPU through for the rest of the pending accesses. */
   if (pg_guard_enabled()) pg_guard_release((uintptr_t)p, (uintptr_t)p + n);
@@ -463,16 +482,18 @@ void pg_decide_syscall(const void *p, size_t n, bool kernel_writes, const char *
 /* ---- annotations --------------------------------------------------------------------------- */
 int pg_decide_annotation(pg_annotation_t what, const void *p, size_t n, const pg_stack_t *st) {
   pg_access_t found[MAX_FOUND];
+  probe_t any = {.kind = PROBE_ANY, .p = p, .n = n};
+  probe_t writes = {.kind = PROBE_WRITES, .p = p, .n = n};
   switch (what) {
     case PG_ANN_RELEASE:
-      return settle(PG_KIND_RELEASE_DURING_DEVICE_ACCESS, p, n, "pinguard_release", st, found,
-                    pg_inflight_query(p, n, 0, found, MAX_FOUND), false);
+      return settle(PG_KIND_RELEASE_DURING_DEVICE_ACCESS, &any, "pinguard_release", st, found,
+                    MAX_FOUND, false, 0);
     case PG_ANN_COMMIT:
-      return settle(PG_KIND_COMMIT_DURING_DEVICE_WRITE, p, n, "pinguard_commit", st, found,
-                    pg_inflight_query(p, n, 1, found, MAX_FOUND), false);
+      return settle(PG_KIND_COMMIT_DURING_DEVICE_WRITE, &writes, "pinguard_commit", st, found,
+                    MAX_FOUND, false, 0);
     case PG_ANN_WAIT:
-      return settle(PG_KIND_RELEASE_DURING_DEVICE_ACCESS, p, n, "pinguard_wait", st, found,
-                    pg_inflight_query(p, n, 0, found, MAX_FOUND), true);
+      return settle(PG_KIND_RELEASE_DURING_DEVICE_ACCESS, &any, "pinguard_wait", st, found,
+                    MAX_FOUND, true, 0);
   }
   return 0;
 }

@@ -9,7 +9,9 @@
  * the CUDA runtime (real or simulated, which carries the same name). */
 static bool runtime_frame(const pg_frame_t *f) {
   static const char *const prefixes[] = {"libc.so", "libc-", "ld-linux", "libpthread",
-                                         "libpinguard", "libcudart", "libcuda.so"};
+                                         "libpinguard", "libcudart", "libcuda.so",
+                                         /* sanitizer runtimes intercept memcpy and friends */
+                                         "libasan", "libtsan", "libubsan"};
   const char *base = pg_frame_module_base(f);
   for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
     if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0) return true;

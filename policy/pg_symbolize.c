@@ -48,6 +48,12 @@ static void copy_str(char *dst, size_t cap, const char *src) {
 static bool find_addr2line(void) {
   if (addr2line_state) return addr2line_state > 0;
   addr2line_state = -1;
+#if defined(__SANITIZE_THREAD__)
+  /* ThreadSanitizer turns vfork into fork, which runs the atfork handlers, which take the report
+   * lock this thread holds while it symbolizes: a TSAN build of pinguard uses dladdr and the
+   * symbol table only. */
+  return false;
+#endif
   static const char *fixed[] = {"/usr/bin/addr2line", "/bin/addr2line",
                                 "/usr/local/bin/addr2line"};
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {

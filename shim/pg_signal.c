@@ -95,16 +95,54 @@ static void chain(int sig, siginfo_t *info, void *uctx) {
  * unwound by backtrace() (warmed up when the handler was installed), symbols come from dladdr and
  * an mmap of the module's symbol table, the report is formatted into a fixed buffer and written
  * with write(2). errno is preserved for the interrupted code. */
+typedef struct fault {
+  uintptr_t addr;
+  bool is_write;
+  pg_stack_t stack;
+} fault_t;
+
+static void settle_fault(void *arg) {
+  fault_t *f = arg;
+  pg_decide_cpu_fault(f->addr, f->is_write, &f->stack);
+}
+
+/* Calls fn(arg) with the stack pointer at `top` (16-byte aligned), then comes back. */
+static void run_on_stack(void *top, void (*fn)(void *), void *arg) {
+  __asm__ volatile(
+      "mov %%rsp, %%r12\n\t"
+      "mov %[top], %%rsp\n\t"
+      "call *%[fn]\n\t"
+      "mov %%r12, %%rsp\n\t"
+      : "+D"(arg)
+      : [top] "r"(top), [fn] "r"(fn)
+      : "r12", "rax", "rcx", "rdx", "rsi", "r8", "r9", "r10", "r11", "memory", "cc", "xmm0",
+        "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+        "xmm12", "xmm13", "xmm14", "xmm15");
+}
+
+static bool on_alternate_stack(void) {
+  stack_t ss;
+  return sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+}
+
 static void on_fault(int sig, siginfo_t *info, void *uctx) {
   int saved_errno = errno;
   ucontext_t *uc = uctx;
   uintptr_t addr = (uintptr_t)info->si_addr;
   if (sig == SIGSEGV && info->si_code == SEGV_ACCERR && pg_guard_owns(addr)) {
-    bool is_write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0; /* x86 page-fault error code */
-    void *pc = (void *)uc->uc_mcontext.gregs[REG_RIP];
-    void *fp = (void *)uc->uc_mcontext.gregs[REG_RBP];
     pg_guard_t g = pg_shim_enter();
-    pg_decide_cpu_fault(addr, is_write, pc, fp);
+    fault_t f = {.addr = addr, .is_write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0};
+    pg_decide_fault_stack(&f.stack, (void *)uc->uc_mcontext.gregs[REG_RIP],
+                          (void *)uc->uc_mcontext.gregs[REG_RBP]);
+    /* A program's alternate signal stack (Python's is 8 KiB) is too small for waiting and
+     * reporting. A guard fault is an ordinary load or store, so the interrupted stack is healthy:
+     * the work moves there, below the interrupted code's 128-byte red zone. */
+    if (on_alternate_stack()) {
+      uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+      run_on_stack((void *)((sp - 512) & ~(uintptr_t)15), settle_fault, &f);
+    } else {
+      settle_fault(&f);
+    }
     pg_shim_leave(g);
     errno = saved_errno;
     return; /* the faulting instruction runs again */

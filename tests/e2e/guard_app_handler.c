@@ -4,9 +4,13 @@
  * application's handler, which recovers with siglongjmp. "resethand": a faulthandler-like
  * handler (SA_RESETHAND | SA_NODEFER) prints a dump and returns; the fault repeats under the
  * default action and the process dies of SIGSEGV, exactly as it would without pinguard.
- * Usage: guard_app_handler bug early|late|resethand */
+ * "altstack": the application's handler runs on an 8 KiB alternate signal stack (SA_ONSTACK, as
+ * Python's faulthandler sets up), so pinguard's handler runs there too: it must fit, and a guard
+ * page under that stack turns an overflow into a crash instead of silent heap damage.
+ * Usage: guard_app_handler bug early|late|resethand|altstack */
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "e2e.h"
@@ -40,6 +44,16 @@ static void install(const char *how) {
   } else {
     sa.sa_sigaction = app_handler;
     sa.sa_flags = SA_SIGINFO;
+  }
+  if (strcmp(how, "altstack") == 0) {
+    enum { ALT = 8192 };
+    long page = sysconf(_SC_PAGESIZE);
+    char *m = mmap(NULL, (size_t)page + ALT, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (m == MAP_FAILED || mprotect(m, (size_t)page, PROT_NONE) != 0) exit(2);
+    stack_t ss = {.ss_sp = m + page, .ss_size = ALT, .ss_flags = 0};
+    if (sigaltstack(&ss, NULL) != 0) exit(2);
+    sa.sa_flags |= SA_ONSTACK;
   }
   if (sigaction(SIGSEGV, &sa, &old) != 0) exit(2);
   /* What was there before must look like what the application expects: no handler of its own. */
