@@ -1,0 +1,75 @@
+"""run.py: `pinguard run`: starts a command with libpinguard.so preloaded and PINGUARD_OPTIONS
+set, like `compute-sanitizer app args`. The launcher replaces itself with the command (exec), so
+the exit status, signals and process tree are exactly the command's."""
+import os
+import sys
+
+from . import env as pgenv
+
+_MODES = ("audit", "enforce", "off")
+
+
+def add_arguments(parser):
+    parser.add_argument("--mode", choices=_MODES,
+                        help="audit reports violations (the default), enforce also waits for "
+                             "exactly the conflicting GPU work, off tracks nothing")
+    guard = parser.add_mutually_exclusive_group()
+    guard.add_argument("--guard", dest="guard", action="store_const", const="1",
+                       help="protect in-flight pinned buffers so that plain CPU accesses fault "
+                            "and are caught (guard=1; the default, guard=auto, does this in "
+                            "audit and enforce)")
+    guard.add_argument("--no-guard", dest="guard", action="store_const", const="0",
+                       help="no guard pages (guard=0): only CUDA calls, system calls and "
+                            "annotations are checked")
+    parser.add_argument("--log", metavar="DIR",
+                        help="write reports to DIR/pinguard.<pid> instead of stderr (DIR is "
+                             "created if needed)")
+    parser.add_argument("--json", action="store_true",
+                        help="write reports as JSON lines (log_format=json), for `pinguard "
+                             "report`")
+    parser.add_argument("--options", metavar="K=V:...", action="append", default=[],
+                        help="more PINGUARD_OPTIONS pairs; may be repeated. Precedence: the "
+                             "environment's PINGUARD_OPTIONS < --options < the flags above")
+    parser.add_argument("command", nargs="...", help="the command to run, after --")
+
+
+def options_for(args, environ_options):
+    """The PINGUARD_OPTIONS string for the child: the environment's, then --options, then flags."""
+    flags = []
+    if args.mode:
+        flags.append(("mode", args.mode))
+    if args.guard:
+        flags.append(("guard", args.guard))
+    if args.log:
+        flags.append(("log_path", os.path.join(os.path.abspath(args.log), "pinguard")))
+    if args.json:
+        flags.append(("log_format", "json"))
+    return pgenv.merge_options(environ_options, *args.options, flags)
+
+
+def main(args, script_dir):
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise pgenv.UsageError("run: no command given (pinguard run [flags] -- cmd args...)")
+    lib = pgenv.find_library(script_dir)
+    if args.log:
+        try:
+            os.makedirs(args.log, exist_ok=True)
+        except OSError as e:
+            raise pgenv.UsageError("run: cannot create log directory %s: %s"
+                                   % (args.log, e.strerror))
+    options = options_for(args, os.environ.get("PINGUARD_OPTIONS", ""))
+    child_env = pgenv.child_environment(lib, options)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvpe(command[0], command, child_env)
+    except FileNotFoundError:
+        print("pinguard: run: %s: command not found" % command[0], file=sys.stderr)
+        return 127  # the shell's status for a command that was not found
+    except OSError as e:
+        print("pinguard: run: %s: %s" % (command[0], e.strerror), file=sys.stderr)
+        return 126  # the shell's status for a command that cannot be executed
+    return 0  # not reached: exec replaced this process

@@ -1,0 +1,138 @@
+"""Intent: `pinguard report` merges the JSON logs of many processes into counts per kind and per
+call site (the same bug in two processes is one call site with two reports), folds repeat lines
+into their report's count, and survives bad input: each bad line is counted and skipped with a
+warning, an unreadable file makes the exit status 1, and nothing crashes."""
+import json
+import os
+import tempfile
+
+from common import check, e2e, main, pinguard
+
+FREE, COMMIT = "free-during-device-access", "commit-during-device-write"
+
+
+def merge():
+    with tempfile.TemporaryDirectory() as logs:
+        # (annotations reads the buffer after its audit-mode commit, while the copy is still in
+        # flight: without guard pages that read goes unseen, leaving one report per process)
+        runs = [("free_during_copy", "bug"), ("free_during_copy", "bug"),
+                ("annotations", "bug", "commit"), ("free_during_copy", "fixed")]
+        for prog, *args in runs:
+            r = pinguard("run", "--no-guard", "--json", "--log", logs, "--", e2e(prog), *args)
+            check(r.rc in (0, 23), "the run worked", r)
+        # the fixed run writes its exit summary only: a process, with no report
+        check(len(os.listdir(logs)) == 4, "four logs, got %s" % os.listdir(logs))
+        r = pinguard("report", "--json", logs)
+        check(r.rc == 0 and not r.err, "report --json succeeds quietly", r)
+        m = json.loads(r.out)
+        check(m["files"] == 4 and m["processes"] == 4 and m["reports"] == 3, "3 reports", r)
+        check(m["call_sites"] == 2 and m["bad_lines"] == 0, "at 2 call sites", r)
+        check(m["by_kind"][FREE] == {"reports": 2, "processes": 2, "call_sites": 1}, "free", r)
+        check(m["by_kind"][COMMIT] == {"reports": 1, "processes": 1, "call_sites": 1}, "commit", r)
+        top = m["sites"][0]
+        check(top["kind"] == FREE and top["reports"] == 2 and top["processes"] == 2 and
+              "free_during_copy.c" in top["site"] and "main" in top["site"],
+              "the top offender is free_during_copy's cudaFreeHost call", r)
+        check("free_during_copy.c" in top["launched_at"], "launched at its cudaMemcpyAsync", r)
+        check(m["waits"] == 0, "audit runs do not wait", r)
+
+        r = pinguard("report", *[os.path.join(logs, n) for n in os.listdir(logs)])
+        check(r.rc == 0, "the text form succeeds", r)
+        check("4 processes from 4 files; 3 reports at 2 call sites" in r.out, "headline", r)
+        for needle in ("reports by kind:", "top call sites:", FREE, COMMIT, "free_during_copy.c"):
+            check(needle in r.out, "the table shows %r" % needle, r)
+        r = pinguard("report", "--top", "1", logs)
+        check("... and 1 more call sites" in r.out, "--top limits the listing", r)
+
+
+def _report(pid, rid, kind, site, line=10):
+    return {"type": "report", "pid": pid, "id": rid, "kind": kind, "addr": "0x1000", "len": 8,
+            "region": None, "access": {"what": "x", "thread": 1, "stack": []},
+            "gpu": [{"what": "copy", "kernel": False, "direction": "device write",
+                     "addr": "0x1000", "len": 8, "stream": "0x1", "age_ms": 1.0, "thread": 1,
+                     "stack": [{"pc": "0x1", "module": "/lib/libcudart.so.13", "offset": "0x10",
+                                "function": "cudaMemcpyAsync", "file": "", "line": 0},
+                               {"pc": "0x2", "module": "/srv/engine", "offset": "0x20",
+                                "function": "store", "file": "store.c", "line": 41}]}],
+            "gpu_total": 1, "action": "none", "waited_ms": 0,
+            "summary": "SUMMARY: pinguard: %s %s:%d in f" % (kind, site, line)}
+
+
+def _write(path, objects, extra=b""):
+    with open(path, "wb") as f:
+        for o in objects:
+            f.write((json.dumps(o) + "\n").encode())
+        f.write(extra)
+
+
+def repeats():
+    with tempfile.TemporaryDirectory() as d:
+        _write(os.path.join(d, "pinguard.100"), [
+            _report(100, 1, FREE, "a.c"), _report(100, 2, COMMIT, "b.c"),
+            {"type": "repeat", "pid": 100, "id": 1, "kind": FREE, "count": 5},
+            {"type": "repeat", "pid": 100, "id": 9, "kind": COMMIT, "count": 3},
+            {"type": "suppression", "pid": 100, "rule": "*:libfoo.so", "hits": 2},
+            {"type": "summary", "pid": 100, "reports": 9, "suppressed": 2, "unique": 3,
+             "printed": 2, "not_printed_max_reports": 0, "waits": 4, "wait_ms": 1.5}])
+        # the same pid in another file is another process (pids are reused across runs)
+        _write(os.path.join(d, "pinguard.200"), [
+            _report(100, 1, FREE, "a.c"),
+            {"type": "summary", "pid": 100, "reports": 1, "suppressed": 1, "unique": 1,
+             "printed": 1, "not_printed_max_reports": 0, "waits": 1, "wait_ms": 0.25},
+            {"type": "suppression", "pid": 100, "rule": "*:libfoo.so", "hits": 1}])
+        r = pinguard("report", "--json", d)
+        m = json.loads(r.out)
+        check(r.rc == 0 and m["processes"] == 2, "two processes", r)
+        sites = {(s["kind"], s["site"]): s for s in m["sites"]}
+        check(sites[(FREE, "a.c:10 in f")]["reports"] == 6, "5 in one process + 1", r)
+        check(sites[(FREE, "a.c:10 in f")]["processes"] == 2, "in two processes", r)
+        check(sites[(COMMIT, "b.c:10 in f")]["reports"] == 1, "the commit once", r)
+        check(sites[(COMMIT, "(report line missing)")]["reports"] == 3,
+              "a repeat whose report is missing still counts", r)
+        check(m["reports"] == 10 and m["suppressed"] == 3 and m["waits"] == 5 and
+              m["wait_ms"] == 1.75, "totals", r)
+        check(m["suppressions"] == [{"rule": "*:libfoo.so", "hits": 3}], "rule hits summed", r)
+        check(sites[(FREE, "a.c:10 in f")]["launched_at"] == "store.c:41 in store",
+              "the launch site skips the runtime's frames", r)
+
+
+def bad_input():
+    with tempfile.TemporaryDirectory() as d:
+        good = os.path.join(d, "good")
+        _write(good, [_report(1, 1, FREE, "a.c")])
+        bad = os.path.join(d, "bad")
+        _write(bad, [_report(2, 1, FREE, "a.c"), [1, 2], {"no": "type"}, {"type": "report",
+               "pid": 2}, {"type": "report", "pid": "x", "kind": FREE},
+               {"type": "repeat", "pid": 2, "id": 1, "count": "many"},
+               {"type": "repeat", "pid": 2, "id": [1], "count": 2},
+               {"type": "future-type", "pid": 2}],
+               extra=b'{"type": "report", "pid": 2, "ki\n\xff\xfe\x00garbage\n'
+                     b'==123==pinguard: ERROR: free-during-device-access on 0x1\n\n'
+                     b'{"type":"report","pid":2,"id":3,"kind":"wait-during-capture",'
+                     b'"summary":7,"gpu":"no"}')  # odd field types, no final newline
+        empty = os.path.join(d, "empty")
+        open(empty, "w").close()
+        missing = os.path.join(d, "missing")
+        r = pinguard("report", "--json", good, bad, empty, missing)
+        check(r.rc == 1, "an unreadable file makes the status 1", r)
+        check("Traceback" not in r.err, "no crash", r)
+        m = json.loads(r.out)
+        check(m["bad_lines"] == 9, "9 bad lines counted, got %d" % m["bad_lines"], r)
+        check(r.err.count("line skipped") == 9, "each bad line warned about", r)
+        check("a text log?" in r.err, "a text report line is recognised as such", r)
+        check("missing: cannot read" in r.err, "the missing file is named", r)
+        check(m["reports"] == 3 and m["by_kind"][FREE]["reports"] == 2 and
+              m["by_kind"]["wait-during-capture"]["reports"] == 1,
+              "the good lines still count", r)
+        check(m["files"] == 3 and m["processes"] == 2, "3 files read, 2 processes", r)
+        r = pinguard("report", bad, stdin="")
+        check(r.rc == 0 and "2 processes" not in r.out and "3 reports" not in r.out and
+              "2 reports" in r.out, "text output with bad lines", r)
+        r = pinguard("report", "-", stdin="not json\n" * 30)
+        check(r.rc == 0 and "30 bad lines" in r.out and "no reports" in r.out,
+              "stdin of garbage: counted, summarised", r)
+        check(r.err.count("line skipped") == 10 and "30 bad lines in all" in r.err,
+              "warnings are capped", r)
+
+
+main({"merge": merge, "repeats": repeats, "bad_input": bad_input})

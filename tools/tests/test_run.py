@@ -1,0 +1,94 @@
+"""Intent: `pinguard run` preloads the shim, passes the options, and exits with the command's
+status: a buggy program reports and exits with pinguard's exitcode, its fixed twin is silent and
+exits 0, and bad usage exits 2."""
+import glob
+import json
+import os
+import tempfile
+
+from common import PYTHON, RUNTIME, base_env, check, e2e, main, pinguard, reports_of
+
+FREE = "free-during-device-access"
+
+
+def audit():
+    r = pinguard("run", "--mode", "audit", "--", e2e("free_during_copy"), "bug")
+    check(r.rc == 23, "the bug exits with pinguard's exitcode 23", r)
+    check(reports_of(r.err, FREE) == 1 and "audit: no wait" in r.err, "one audit report", r)
+
+
+def fixed():
+    r = pinguard("run", "--", e2e("free_during_copy"), "fixed")
+    check(r.rc == 0 and reports_of(r.err) == 0, "the fixed twin is silent and exits 0", r)
+
+
+def enforce():
+    r = pinguard("run", "--mode", "enforce", "--", e2e("free_during_copy"), "bug")
+    check(r.rc == 23 and reports_of(r.err, FREE) == 1, "enforce reports too", r)
+    check("enforce: waited" in r.err, "enforce waited for the copy", r)
+
+
+def exitcode_option():
+    r = pinguard("run", "--options", "exitcode=0", "--", e2e("free_during_copy"), "bug")
+    check(r.rc == 0 and reports_of(r.err, FREE) == 1, "exitcode=0 keeps the program's status", r)
+    r = pinguard("run", "--options", "exitcode=7", "--", e2e("free_during_copy"), "bug")
+    check(r.rc == 7, "exitcode=7 shapes the status", r)
+
+
+def json_log():
+    with tempfile.TemporaryDirectory() as tmp:
+        logdir = os.path.join(tmp, "logs")  # created by the launcher
+        r = pinguard("run", "--json", "--log", logdir, "--", e2e("free_during_copy"), "bug")
+        check(r.rc == 23 and reports_of(r.err) == 0, "the report goes to the log, not stderr", r)
+        files = glob.glob(os.path.join(logdir, "pinguard.*"))
+        check(len(files) == 1, "one log file pinguard.<pid>, got %s" % files, r)
+        with open(files[0]) as f:
+            lines = [json.loads(line) for line in f]
+        kinds = [o.get("kind") for o in lines if o["type"] == "report"]
+        check(kinds == [FREE], "the log holds the JSON report, got %s" % kinds, r)
+        check(any(o["type"] == "summary" for o in lines), "and the exit summary", r)
+
+
+SHOW_ENV = "import os; print(os.environ['LD_PRELOAD']); print(os.environ['PINGUARD_OPTIONS'])"
+
+
+def environment():
+    env = base_env(PINGUARD_OPTIONS="mode=audit:max_reports=7:verbosity=0")
+    env["LD_PRELOAD"] = ((RUNTIME + ":") if RUNTIME else "") + "libm.so.6 /old/libpinguard.so"
+    with tempfile.TemporaryDirectory() as tmp:
+        r = pinguard("run", "--mode", "enforce", "--json", "--log", tmp, "--guard",
+                     "--options", "max_reports=5:suppressions='a b.txt'", "--",
+                     PYTHON, "-c", SHOW_ENV, env=env)
+        check(r.rc == 0, "the command ran", r)
+        preload, options = r.out.splitlines()[:2]
+        entries = preload.split(":")
+        want = ([RUNTIME] if RUNTIME else []) + ["libpinguard.so", "libm.so.6"]
+        check([os.path.basename(e) if "pinguard" in e else e for e in entries] == want,
+              "libpinguard.so is inserted before the existing entries (after a sanitizer "
+              "runtime), replacing another build's: %s" % entries, r)
+        want = ("mode=enforce:max_reports=5:verbosity=0:suppressions=\"a b.txt\":guard=1:"
+                "log_path=%s/pinguard:log_format=json" % os.path.abspath(tmp))
+        check(options == want, "options merged, flags winning:\n  got  %s\n  want %s"
+              % (options, want), r)
+        r = pinguard("run", "--no-guard", "--", PYTHON, "-c", SHOW_ENV, env=env)
+        check(r.out.splitlines()[1].endswith(":guard=0"), "--no-guard sets guard=0", r)
+        r = pinguard("run", "--guard", "--no-guard", "--", "true")
+        check(r.rc == 2, "--guard and --no-guard exclude each other", r)
+
+
+def usage():
+    for args in ([], ["frobnicate"], ["run"], ["run", "--mode", "loud", "--", "true"],
+                 ["report"], ["selftest", "--bogus"]):
+        r = pinguard(*args)
+        check(r.rc == 2 and r.err, "bad usage %s exits 2 with a message" % args, r)
+    for args in (["--help"], ["run", "--help"], ["report", "--help"], ["selftest", "--help"]):
+        r = pinguard(*args)
+        check(r.rc == 0 and "usage:" in r.out, "%s prints usage and exits 0" % args, r)
+    r = pinguard("run", "--", "/nonexistent/program")
+    check(r.rc == 127 and "not found" in r.err, "a missing command exits 127", r)
+    r = pinguard("run", "--", "true", env=base_env(PINGUARD_LIB="/nonexistent/libpinguard.so"))
+    check(r.rc == 2 and "PINGUARD_LIB" in r.err, "a bad PINGUARD_LIB is an error, not ignored", r)
+
+
+main({"audit": audit, "fixed": fixed, "enforce": enforce, "exitcode": exitcode_option,
+      "json_log": json_log, "environment": environment, "usage": usage})
