@@ -1,5 +1,5 @@
 """The program side of test_annotations.py: starts a device->host copy into a pinned buffer
-through copy_helper, then calls one annotation on it and prints what it returned and the
+through tests/e2e/py_copy_helper.c, then calls one annotation on it and prints what it returned and the
 buffer's first byte: at once ("now", only safe when the call waited) or after the stream was
 synchronized ("after").
 Usage: annotations_child.py HELPER commit|release|wait|none int|ctypes|view|c_void_p now|after."""
