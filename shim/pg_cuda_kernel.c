@@ -113,7 +113,7 @@ static cudaError_t launch_tracked(const char *api, bool ptsz, const void *func, 
   op.only_tracked = true;
   op.nspans = 0;
   op.stack = *st;
-  const func_info_t *fi = func_info(func);
+  const func_info_t *fi = func ? func_info(func) : NULL; /* NULL: a handle we never saw made */
   if (fi) op.what = fi->name;
   if (fi && fi->nparams > 0)
     scan_params(&op, fi, args);
@@ -155,6 +155,82 @@ static cudaError_t forward_launch(void *ctx) {
   }
 PG_LAUNCH_KERNEL(cudaLaunchKernel, false)
 PG_LAUNCH_KERNEL(cudaLaunchKernel_ptsz, true)
+
+/* ---- kernel<<<...>>> as nvcc 13 compiles it: __cudaGetKernel, then __cudaLaunchKernel --------
+ * The launch names a cudaKernel_t handle, not the function; the parameter layout is asked of the
+ * function. Handles are remembered when they are made: a table published slot by slot with a
+ * compare-and-swap, never freed (one entry per kernel a process launches). */
+#define PG_HANDLE_TABLE 4096
+
+typedef struct handle_entry {
+  _Atomic(cudaKernel_t) handle;
+  _Atomic(const void *) func;
+} handle_entry_t;
+
+static handle_entry_t handles[PG_HANDLE_TABLE];
+
+static size_t handle_slot(cudaKernel_t k) {
+  return (size_t)(((uintptr_t)k >> 4) * 0x9E3779B97F4A7C15ull % PG_HANDLE_TABLE);
+}
+
+static void remember_handle(cudaKernel_t k, const void *func) {
+  for (size_t probe = 0, i = handle_slot(k); probe < 64; probe++, i = (i + 1) % PG_HANDLE_TABLE) {
+    cudaKernel_t seen = atomic_load_explicit(&handles[i].handle, memory_order_acquire);
+    if (seen == k) return;
+    cudaKernel_t empty = NULL;
+    if (!seen && atomic_compare_exchange_strong(&handles[i].handle, &empty, k)) {
+      atomic_store_explicit(&handles[i].func, func, memory_order_release);
+      return;
+    }
+  }
+}
+
+static const void *func_of_handle(cudaKernel_t k) {
+  for (size_t probe = 0, i = handle_slot(k); probe < 64; probe++, i = (i + 1) % PG_HANDLE_TABLE) {
+    cudaKernel_t seen = atomic_load_explicit(&handles[i].handle, memory_order_acquire);
+    if (!seen) return NULL;
+    if (seen == k) return atomic_load_explicit(&handles[i].func, memory_order_acquire);
+  }
+  return NULL;
+}
+
+#define PG_GET_KERNEL(name)                                                                   \
+  PG_INTERCEPT(cudaError_t, name, cudaKernel_t *kernel, const void *func) {                    \
+    cudaError_t err = PG_FORWARD(name, kernel, func);                                         \
+    if (err == cudaSuccess && kernel && *kernel) remember_handle(*kernel, func);              \
+    return err;                                                                               \
+  }
+PG_GET_KERNEL(__cudaGetKernel)
+PG_GET_KERNEL(cudaGetKernel)
+
+typedef struct launch_handle_args {
+  enum pg_hook_id id;
+  cudaKernel_t kernel;
+  dim3 grid, block;
+  void **args;
+  size_t shmem;
+  cudaStream_t stream;
+} launch_handle_args_t;
+
+static cudaError_t forward_launch_handle(void *ctx) {
+  launch_handle_args_t *a = ctx;
+  __typeof__(&__cudaLaunchKernel) real = (__typeof__(&__cudaLaunchKernel))pg_real(a->id);
+  if (!real) return cudaErrorSharedObjectSymbolNotFound;
+  return real(a->kernel, a->grid, a->block, a->args, a->shmem, a->stream);
+}
+
+#define PG_LAUNCH_HANDLE(name, ptsz)                                                          \
+  PG_INTERCEPT(cudaError_t, name, cudaKernel_t k, dim3 grid, dim3 block, void **args,          \
+               size_t shmem, cudaStream_t s) {                                                \
+    if (!pg_shim_active()) return PG_FORWARD(name, k, grid, block, args, shmem, s);           \
+    pg_stack_t st;                                                                            \
+    PG_CAPTURE(&st);                                                                          \
+    launch_handle_args_t a = {PG_HOOK_ID_##name, k, grid, block, args, shmem, s};             \
+    return launch_tracked(#name, ptsz, func_of_handle(k), args, s, &st,                       \
+                          forward_launch_handle, &a);                                        \
+  }
+PG_LAUNCH_HANDLE(__cudaLaunchKernel, false)
+PG_LAUNCH_HANDLE(__cudaLaunchKernel_ptsz, true)
 
 /* ---- cudaLaunchKernelExC: the stream lives in the launch config ---------------------------- */
 typedef struct launch_ex_args {

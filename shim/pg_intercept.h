@@ -37,6 +37,13 @@ PG_DECLARE_PTSZ(cudaStreamEndCapture);
 PG_DECLARE_PTSZ(cudaStreamIsCapturing);
 PG_DECLARE_PTSZ(cudaGraphLaunch);
 
+/* The launch path nvcc 13 generates for kernel<<<...>>> (declared in crt/device_functions.h,
+ * which only C++ can include). */
+extern cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func);
+extern cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void **args,
+                                      size_t shmem, cudaStream_t stream);
+PG_DECLARE_PTSZ(__cudaLaunchKernel);
+
 /* cudaMemcpyBatchAsync changed ABI between 12.8 (9 arguments, with size_t *failIdx) and 13.0
  * (8 arguments). We export one definition with the 12.8 shape: a 13.0 caller passes the stream
  * where we see `fail_idx` and leaves the 9th argument unset; pg_batch_abi() says which reading is

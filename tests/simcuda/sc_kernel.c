@@ -2,6 +2,7 @@
  * sizes (simcuda_kernel.h); a launch copies the parameters, exactly as CUDA does, and queues the
  * function to run on the stream's worker. cudaFuncGetParamInfo answers from the registration. */
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #define HASH_NONFATAL_OOM 1
@@ -147,6 +148,44 @@ SC_API cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 bl
                                          void **args, size_t sharedMem, cudaStream_t stream) {
   SC_ENTER("cudaLaunchKernel");
   return sc_launch(func, gridDim, blockDim, args, sharedMem, stream, true);
+}
+
+/* ---- the launch path nvcc 13 generates for kernel<<<...>>> ----------------------------------
+ * Generated code asks __cudaGetKernel once for a cudaKernel_t and launches through
+ * __cudaLaunchKernel. The handle is deliberately not the function's address (as in CUDA), so a
+ * layer that needs the function (pinguard, for cudaFuncGetParamInfo) must map it back. */
+#define SC_KERNEL_HANDLE_XOR ((uintptr_t)0x5C00000000000000ull)
+
+static cudaKernel_t sc_handle_of(const void *func) {
+  return (cudaKernel_t)((uintptr_t)func ^ SC_KERNEL_HANDLE_XOR);
+}
+static const void *sc_func_of(cudaKernel_t k) {
+  return (const void *)((uintptr_t)k ^ SC_KERNEL_HANDLE_XOR);
+}
+
+SC_API cudaError_t cudaGetKernel(cudaKernel_t *kernel, const void *func) {
+  SC_ENTER("cudaGetKernel");
+  sc_kernel k;
+  if (!kernel) return sc_ret(cudaErrorInvalidValue);
+  if (!sc_kernel_find(func, &k)) return sc_ret(cudaErrorInvalidDeviceFunction);
+  *kernel = sc_handle_of(func);
+  return cudaSuccess;
+}
+
+SC_API cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func) {
+  return cudaGetKernel(kernel, func);
+}
+
+SC_API cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                      void **args, size_t sharedMem, cudaStream_t stream) {
+  SC_ENTER("__cudaLaunchKernel");
+  return sc_launch(sc_func_of(kernel), gridDim, blockDim, args, sharedMem, stream, false);
+}
+
+SC_API cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                           void **args, size_t sharedMem, cudaStream_t stream) {
+  SC_ENTER("__cudaLaunchKernel_ptsz");
+  return sc_launch(sc_func_of(kernel), gridDim, blockDim, args, sharedMem, stream, true);
 }
 
 SC_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func,

@@ -45,6 +45,13 @@ cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
                                   size_t sharedMem, cudaStream_t stream);
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func,
                                      void **args);
+/* The launch path nvcc 13 generates for kernel<<<...>>> (declared by crt/device_functions.h,
+ * a C++-only header). */
+cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func);
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+                               size_t sharedMem, cudaStream_t stream);
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+                                    size_t sharedMem, cudaStream_t stream);
 cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData);
 cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback,
                                        void *userData, unsigned int flags);

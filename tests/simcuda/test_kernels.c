@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <simcuda_kernel.h>
+#include <simcuda_ptsz.h>
 
 #include "test_util.h"
 
@@ -165,4 +166,20 @@ Test(kernels, func_get_name) {
   CK(cudaFuncGetName(&name, (const void *)record_kernel));
   cr_assert_str_eq(name, "record_kernel");
   CK_ERR(cudaFuncGetName(&name, (const void *)not_a_kernel), cudaErrorInvalidDeviceFunction);
+}
+
+/* nvcc 13 compiles kernel<<<...>>> into __cudaGetKernel + __cudaLaunchKernel. */
+Test(kernels, nvcc_launch_path) {
+  cudaKernel_t k = NULL;
+  CK(__cudaGetKernel(&k, (const void *)record_kernel));
+  cr_assert_neq((const void *)k, (const void *)record_kernel, "a handle, not the function");
+  int a = 7;
+  double b = 2.5;
+  tagged t = {"nvcc"};
+  void *args[] = {&a, &b, &t};
+  CK(__cudaLaunchKernel(k, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, 0));
+  CK(cudaDeviceSynchronize());
+  cr_assert_eq(g_seen.a, 7);
+  cr_assert_str_eq(g_seen.tag, "nvcc");
+  CK_ERR(cudaGetKernel(&k, (const void *)not_a_kernel), cudaErrorInvalidDeviceFunction);
 }
