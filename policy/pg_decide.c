@@ -427,7 +427,10 @@ void pg_decide_stream_destroyed(cudaStream_t s) { pg_hb_stream_destroyed(s); }
  * tables, so a fault inside a leaf such as memcpy still names its caller. It was called once
  * when the handler was installed, so it no longer loads anything (the only unsafe part). The
  * frames up to the faulting instruction are pinguard's and the kernel's: dropped. */
-void pg_decide_fault_stack(pg_stack_t *out, void *pc, void *fp) {
+/* Not instrumented: it may run on an 8 KiB alternate signal stack, where AddressSanitizer's
+ * redzones around buf[] would not fit. */
+__attribute__((no_sanitize_address)) void pg_decide_fault_stack(pg_stack_t *out, void *pc,
+                                                                 void *fp) {
   void *buf[PG_STACK_MAX + 16];
   int n = backtrace(buf, (int)(sizeof buf / sizeof *buf));
   int start = -1;

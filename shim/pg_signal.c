@@ -96,14 +96,25 @@ static void chain(int sig, siginfo_t *info, void *uctx) {
  * an mmap of the module's symbol table, the report is formatted into a fixed buffer and written
  * with write(2). errno is preserved for the interrupted code. */
 typedef struct fault {
-  uintptr_t addr;
-  bool is_write;
-  pg_stack_t stack;
+  siginfo_t *info;
+  ucontext_t *uc;
+  bool handled; /* out: the fault was pinguard's and is settled */
 } fault_t;
 
-static void settle_fault(void *arg) {
+/* Decides whether the fault is pinguard's and settles it. backtrace() inside unwinds back through
+ * on_fault (its frame-pointer-based CFA survives the stack switch) and the signal frame. */
+static void handle_fault(void *arg) {
   fault_t *f = arg;
-  pg_decide_cpu_fault(f->addr, f->is_write, &f->stack);
+  uintptr_t addr = (uintptr_t)f->info->si_addr;
+  if (!pg_guard_owns(addr)) return;
+  pg_guard_t g = pg_shim_enter();
+  pg_stack_t st;
+  pg_decide_fault_stack(&st, (void *)f->uc->uc_mcontext.gregs[REG_RIP],
+                        (void *)f->uc->uc_mcontext.gregs[REG_RBP]);
+  bool is_write = (f->uc->uc_mcontext.gregs[REG_ERR] & 2) != 0; /* x86 page-fault error code */
+  pg_decide_cpu_fault(addr, is_write, &st);
+  pg_shim_leave(g);
+  f->handled = true;
 }
 
 /* Calls fn(arg) with the stack pointer at `top` (16-byte aligned), then comes back. */
@@ -125,29 +136,30 @@ static bool on_alternate_stack(void) {
   return sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
 }
 
-static void on_fault(int sig, siginfo_t *info, void *uctx) {
+/* A fault this close to the interrupted stack pointer is a stack overflow, never a guard page. */
+#define PG_STACK_FAULT_REACH ((uintptr_t)1 << 20)
+
+__attribute__((optimize("no-omit-frame-pointer"))) static void on_fault(int sig, siginfo_t *info,
+                                                                        void *uctx) {
   int saved_errno = errno;
   ucontext_t *uc = uctx;
-  uintptr_t addr = (uintptr_t)info->si_addr;
-  if (sig == SIGSEGV && info->si_code == SEGV_ACCERR && pg_guard_owns(addr)) {
-    pg_guard_t g = pg_shim_enter();
-    fault_t f = {.addr = addr, .is_write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0};
-    pg_decide_fault_stack(&f.stack, (void *)uc->uc_mcontext.gregs[REG_RIP],
-                          (void *)uc->uc_mcontext.gregs[REG_RBP]);
-    /* A program's alternate signal stack (Python's is 8 KiB) is too small for waiting and
-     * reporting. A guard fault is an ordinary load or store, so the interrupted stack is healthy:
-     * the work moves there, below the interrupted code's 128-byte red zone. */
-    if (on_alternate_stack()) {
-      uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-      run_on_stack((void *)((sp - 512) & ~(uintptr_t)15), settle_fault, &f);
-    } else {
-      settle_fault(&f);
+  fault_t f = {.info = info, .uc = uc, .handled = false};
+  if (sig == SIGSEGV && info->si_code == SEGV_ACCERR) {
+    uintptr_t addr = (uintptr_t)info->si_addr;
+    uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    bool near_stack = addr + PG_STACK_FAULT_REACH > sp && addr < sp + PG_STACK_FAULT_REACH;
+    if (!near_stack && on_alternate_stack()) {
+      /* A program's alternate signal stack (Python's is 8 KiB) is too small for waiting and
+       * reporting, and under a sanitizer too small even to look the page up. A fault away from
+       * the stack pointer is an ordinary load or store, so the interrupted stack is healthy: the
+       * work moves there, below the interrupted code's 128-byte red zone. */
+      run_on_stack((void *)((sp - 512) & ~(uintptr_t)15), handle_fault, &f);
+    } else if (!near_stack) {
+      handle_fault(&f);
     }
-    pg_shim_leave(g);
-    errno = saved_errno;
-    return; /* the faulting instruction runs again */
   }
   errno = saved_errno;
+  if (f.handled) return; /* the faulting instruction runs again */
   chain(sig, info, uctx);
 }
 
