@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# bench/smoke.sh: the CTest smoke runs of the benchmarks (bench.<name>). Each checks that a
+# benchmark works and measures what it claims (counts from pinguard's print_stats), never how
+# fast anything is. Environment: BENCH_SHIM, BENCH_STUBPIN, BENCH_BIN, BENCH_KVXFER, and
+# BENCH_PRELOAD_RT (a sanitizer runtime to preload first, or empty).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+rt=${BENCH_PRELOAD_RT:-}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# The value of one print_stats counter in a log.
+stat() { awk -v k="$1:" '$1 == k {print $2}' "$2"; }
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+case ${1:-} in
+  copy) # Every mode runs and prints a positive per-call figure; tracking really happens.
+    for opts in "" mode=off mode=audit:guard=0 mode=enforce:guard=0 mode=enforce:guard=1; do
+      pre=$rt; [ -n "$opts" ] && pre=$rt$BENCH_SHIM
+      env SIMCUDA_LATENCY_US=0 LD_PRELOAD="$pre" PINGUARD_OPTIONS="$opts:print_stats=1" \
+        "$BENCH_BIN/bench_copy" --threads 2 --copies 2048 --batch 512 >"$log" 2>&1 ||
+        { cat "$log"; fail "bench_copy ($opts)"; }
+      grep -Eq '"ns_per_call":[0-9.]*[1-9]' "$log" || { cat "$log"; fail "no result ($opts)"; }
+      case $opts in
+        mode=audit|mode=enforce*)
+          # 2 threads x (a warm-up batch + 2048 timed copies).
+          [ "$(stat copies_tracked "$log")" = 5120 ] ||
+            { cat "$log"; fail "copies_tracked ($opts)"; } ;;
+      esac
+      case $opts in
+        # Every copy lies in a 256 KiB pinned buffer: guarded with guard=1 (a page already
+        # protected for an earlier copy is not protected again), never with guard=0.
+        *guard=1*) [ "$(stat guard_protects "$log")" -gt 0 ] || { cat "$log"; fail "guard=1"; } ;;
+        *guard=0*) [ "$(stat guard_protects "$log")" = 0 ] || { cat "$log"; fail "guard=0"; } ;;
+      esac
+    done ;;
+  scale) # The regions and the held in-flight copies are what the figure says they are.
+    env SIMCUDA_LATENCY_US=0 LD_PRELOAD="$rt$BENCH_SHIM:$BENCH_STUBPIN" \
+      PINGUARD_OPTIONS=mode=enforce:guard=0:print_stats=1 \
+      "$BENCH_BIN/bench_scale" --regions 1000 --inflight 100 --copies 2048 --batch 1024 \
+      >"$log" 2>&1 || { cat "$log"; fail "bench_scale"; }
+    cat "$log"
+    [ "$(stat regions_pinned "$log")" = 1000 ] || fail "regions_pinned"
+    [ "$(stat copies_tracked "$log")" = $((100 + 1024 + 2048)) ] || fail "copies_tracked"
+    [ "$(stat conflicts "$log")" = 0 ] || fail "the timed copies conflicted with the held ones"
+    [ "$(stat waits "$log")" = 0 ] || fail "enforce waited"
+    # Without the stub library the fillers cannot be registered: a clear error, not a hang.
+    if env LD_PRELOAD="$rt" "$BENCH_BIN/bench_scale" --regions 20 --copies 10 >"$log" 2>&1; then
+      fail "bench_scale ran 20 regions without libbench_stubpin.so"
+    fi
+    grep -q libbench_stubpin "$log" || fail "no explanation without the stub library" ;;
+  guard) # Each read in the guard cycle faults and waits: the cost measured is the fault path.
+    env LD_PRELOAD="$rt" "$BENCH_BIN/bench_guard" --raw --iters 20 >"$log" 2>&1 ||
+      { cat "$log"; fail "bench_guard --raw"; }
+    grep -q '"protect_fault_unprotect_ns"' "$log" || fail "no raw result"
+    env SIMCUDA_LATENCY_US=20000 LD_PRELOAD="$rt$BENCH_SHIM" \
+      PINGUARD_OPTIONS=mode=enforce:guard=1:exitcode=0:max_reports=1:print_stats=1 \
+      "$BENCH_BIN/bench_guard" --iters 20 >"$log" 2>&1 || { cat "$log"; fail "bench_guard"; }
+    [ "$(stat guard_faults "$log")" = 20 ] || { cat "$log"; fail "guard_faults != 20"; }
+    [ "$(stat waits "$log")" = 20 ] || { cat "$log"; fail "waits != 20"; } ;;
+  run) # The whole pipeline: the last line is the JSON object with exactly the six keys.
+    [ -n "${BENCH_KVXFER:-}" ] || { echo "no kvxfer target: skipped"; exit 0; }
+    "$here/run.sh" --smoke >"$log" || { cat "$log"; fail "run.sh --smoke"; }
+    cat "$log"
+    tail -n 1 "$log" | python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+want = {"engine_enforce_vs_none", "engine_guard_vs_none", "engine_enforce_vs_syncall",
+        "added_ns_audit", "threads2_speedup", "scale_100k_vs_10"}
+assert set(d) == want, sorted(d)
+assert all(isinstance(v, (int, float)) for v in d.values()), d
+' || fail "last line" ;;
+  scripts) # The scripts parse; shellcheck when it is installed.
+    for f in run.sh smoke.sh gpu.sh; do bash -n "$here/$f" || fail "bash -n $f"; done
+    if command -v shellcheck >/dev/null; then
+      shellcheck -S warning "$here/run.sh" "$here/smoke.sh" "$here/gpu.sh" || fail shellcheck
+    fi
+    for f in "$here"/report.py "$here"/gpu/*.py; do
+      python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$f" || fail "$f"
+    done ;;
+  *) fail "usage: smoke.sh copy|scale|guard|run|scripts" ;;
+esac
+echo "ok"
