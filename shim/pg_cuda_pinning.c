@@ -4,39 +4,35 @@
 #include "pg_intercept.h"
 #include "pg_shim.h"
 
+/* After a successful pinning call: the new region, with the application's call site. A macro,
+ * so that the stack is captured in the interceptor's own frame. */
+#define PG_NOTE_PINNED(p, n, how, flags)                \
+  do {                                                  \
+    if (pg_shim_active()) {                             \
+      pg_stack_t st_;                                   \
+      PG_CAPTURE(&st_);                                 \
+      pg_guard_t g_ = pg_shim_enter();                  \
+      pg_decide_pinned((p), (n), (how), (flags), &st_); \
+      pg_shim_leave(g_);                                \
+    }                                                   \
+  } while (0)
+
 PG_INTERCEPT(cudaError_t, cudaHostAlloc, void **p, size_t size, unsigned int flags) {
   cudaError_t err = PG_FORWARD(cudaHostAlloc, p, size, flags);
-  if (err == cudaSuccess && p && *p && pg_shim_active()) {
-    pg_stack_t st;
-    PG_CAPTURE(&st);
-    pg_guard_t g = pg_shim_enter();
-    pg_decide_pinned(*p, size, PG_PIN_HOST_ALLOC, flags, &st);
-    pg_shim_leave(g);
-  }
+  if (err == cudaSuccess && p && *p) PG_NOTE_PINNED(*p, size, PG_PIN_HOST_ALLOC, flags);
   return err;
 }
 
 PG_INTERCEPT(cudaError_t, cudaMallocHost, void **p, size_t size) {
   cudaError_t err = PG_FORWARD(cudaMallocHost, p, size);
-  if (err == cudaSuccess && p && *p && pg_shim_active()) {
-    pg_stack_t st;
-    PG_CAPTURE(&st);
-    pg_guard_t g = pg_shim_enter();
-    pg_decide_pinned(*p, size, PG_PIN_MALLOC_HOST, cudaHostAllocDefault, &st);
-    pg_shim_leave(g);
-  }
+  if (err == cudaSuccess && p && *p)
+    PG_NOTE_PINNED(*p, size, PG_PIN_MALLOC_HOST, cudaHostAllocDefault);
   return err;
 }
 
 PG_INTERCEPT(cudaError_t, cudaHostRegister, void *p, size_t size, unsigned int flags) {
   cudaError_t err = PG_FORWARD(cudaHostRegister, p, size, flags);
-  if (err == cudaSuccess && pg_shim_active()) {
-    pg_stack_t st;
-    PG_CAPTURE(&st);
-    pg_guard_t g = pg_shim_enter();
-    pg_decide_pinned(p, size, PG_PIN_REGISTER, flags, &st);
-    pg_shim_leave(g);
-  }
+  if (err == cudaSuccess) PG_NOTE_PINNED(p, size, PG_PIN_REGISTER, flags);
   return err;
 }
 
