@@ -230,6 +230,12 @@ static void json_key(pg_buf_t *b, const char *k) {
   pg_buf_putc(b, ':');
 }
 
+/* A key after an earlier member of the same object. */
+static void json_next_key(pg_buf_t *b, const char *k) {
+  pg_buf_putc(b, ',');
+  json_key(b, k);
+}
+
 static void json_hex(pg_buf_t *b, uint64_t v) {
   pg_buf_putc(b, '"');
   pg_buf_hex(b, v);
@@ -244,20 +250,15 @@ static void json_stack(pg_buf_t *b, const pg_symstack_t *s, bool with_frames) {
     pg_buf_putc(b, '{');
     json_key(b, "pc");
     json_hex(b, (uintptr_t)f->pc);
-    pg_buf_putc(b, ',');
-    json_key(b, "module");
+    json_next_key(b, "module");
     pg_buf_json_str(b, f->module);
-    pg_buf_putc(b, ',');
-    json_key(b, "offset");
+    json_next_key(b, "offset");
     json_hex(b, f->module_offset);
-    pg_buf_putc(b, ',');
-    json_key(b, "function");
+    json_next_key(b, "function");
     pg_buf_json_str(b, f->function);
-    pg_buf_putc(b, ',');
-    json_key(b, "file");
+    json_next_key(b, "file");
     pg_buf_json_str(b, f->file);
-    pg_buf_putc(b, ',');
-    json_key(b, "line");
+    json_next_key(b, "line");
     pg_buf_u64(b, f->line);
     pg_buf_putc(b, '}');
   }
@@ -269,63 +270,48 @@ static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
   pg_buf_putc(b, '{');
   json_key(b, "type");
   pg_buf_json_str(b, "report");
-  pg_buf_putc(b, ',');
-  json_key(b, "pid");
+  json_next_key(b, "pid");
   pg_buf_u64(b, (uint64_t)v->pid);
-  pg_buf_putc(b, ',');
-  json_key(b, "id");
+  json_next_key(b, "id");
   pg_buf_u64(b, v->id);
-  pg_buf_putc(b, ',');
-  json_key(b, "kind");
+  json_next_key(b, "kind");
   pg_buf_json_str(b, pg_report_kind_name(r->kind));
-  pg_buf_putc(b, ',');
-  json_key(b, "addr");
+  json_next_key(b, "addr");
   json_hex(b, r->addr);
-  pg_buf_putc(b, ',');
-  json_key(b, "len");
+  json_next_key(b, "len");
   pg_buf_u64(b, r->len);
 
-  pg_buf_putc(b, ',');
-  json_key(b, "region");
+  json_next_key(b, "region");
   if (r->region.size) {
     pg_buf_putc(b, '{');
     json_key(b, "base");
     json_hex(b, r->region.base);
-    pg_buf_putc(b, ',');
-    json_key(b, "size");
+    json_next_key(b, "size");
     pg_buf_u64(b, r->region.size);
-    pg_buf_putc(b, ',');
-    json_key(b, "offset");
+    json_next_key(b, "offset");
     pg_buf_u64(b, r->addr - r->region.base);
-    pg_buf_putc(b, ',');
-    json_key(b, "pinned_by");
+    json_next_key(b, "pinned_by");
     pg_buf_json_str(b, pg_pin_how_name(r->region.how));
-    pg_buf_putc(b, ',');
-    json_key(b, "thread");
+    json_next_key(b, "thread");
     pg_buf_u64(b, r->region.stack ? r->region.stack->tid : 0);
-    pg_buf_putc(b, ',');
-    json_key(b, "stack");
+    json_next_key(b, "stack");
     json_stack(b, v->region, frames);
     pg_buf_putc(b, '}');
   } else {
     pg_buf_puts(b, "null");
   }
 
-  pg_buf_putc(b, ',');
-  json_key(b, "access");
+  json_next_key(b, "access");
   pg_buf_putc(b, '{');
   json_key(b, "what");
   pg_buf_json_str(b, r->access_what ? r->access_what : "access");
-  pg_buf_putc(b, ',');
-  json_key(b, "thread");
+  json_next_key(b, "thread");
   pg_buf_u64(b, r->access_stack ? r->access_stack->tid : 0);
-  pg_buf_putc(b, ',');
-  json_key(b, "stack");
+  json_next_key(b, "stack");
   json_stack(b, v->access, frames);
   pg_buf_putc(b, '}');
 
-  pg_buf_putc(b, ',');
-  json_key(b, "gpu");
+  json_next_key(b, "gpu");
   pg_buf_putc(b, '[');
   unsigned shown = r->n_gpu < PG_REPORT_MAX_GPU ? r->n_gpu : PG_REPORT_MAX_GPU;
   for (unsigned i = 0; i < shown && r->gpu; i++) {
@@ -334,54 +320,41 @@ static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
     pg_buf_putc(b, '{');
     json_key(b, "what");
     pg_buf_json_str(b, g->what ? g->what : "");
-    pg_buf_putc(b, ',');
-    json_key(b, "kernel");
+    json_next_key(b, "kernel");
     pg_buf_puts(b, g->is_kernel ? "true" : "false");
-    pg_buf_putc(b, ',');
-    json_key(b, "direction");
+    json_next_key(b, "direction");
     pg_buf_json_str(b, pg_dir_name(g->dir));
-    pg_buf_putc(b, ',');
-    json_key(b, "addr");
+    json_next_key(b, "addr");
     json_hex(b, g->addr);
-    pg_buf_putc(b, ',');
-    json_key(b, "len");
+    json_next_key(b, "len");
     pg_buf_u64(b, g->len);
-    pg_buf_putc(b, ',');
-    json_key(b, "stream");
+    json_next_key(b, "stream");
     json_hex(b, (uintptr_t)g->stream);
-    pg_buf_putc(b, ',');
-    json_key(b, "age_ms");
+    json_next_key(b, "age_ms");
     pg_buf_ms_number(b, g->age_ns);
-    pg_buf_putc(b, ',');
-    json_key(b, "thread");
+    json_next_key(b, "thread");
     pg_buf_u64(b, g->stack ? g->stack->tid : 0);
-    pg_buf_putc(b, ',');
-    json_key(b, "stack");
+    json_next_key(b, "stack");
     json_stack(b, v->gpu[i], frames);
     pg_buf_putc(b, '}');
   }
   pg_buf_putc(b, ']');
-  pg_buf_putc(b, ',');
-  json_key(b, "gpu_total");
+  json_next_key(b, "gpu_total");
   pg_buf_u64(b, r->n_gpu);
 
-  pg_buf_putc(b, ',');
-  json_key(b, "action");
+  json_next_key(b, "action");
   pg_buf_json_str(b, r->action == PG_ACTION_WAITED               ? "waited"
                      : r->action == PG_ACTION_NOT_WAITED_CAPTURE ? "not-waited-capturing"
                                                                  : "none");
-  pg_buf_putc(b, ',');
-  json_key(b, "waited_ms");
+  json_next_key(b, "waited_ms");
   pg_buf_ms_number(b, r->waited_ns);
 
   char summary[PG_SUMMARY_MAX + 1];
   pg_report_summary(v, summary, sizeof summary);
-  pg_buf_putc(b, ',');
-  json_key(b, "summary");
+  json_next_key(b, "summary");
   pg_buf_json_str(b, summary);
   if (!frames) {
-    pg_buf_putc(b, ',');
-    json_key(b, "truncated");
+    json_next_key(b, "truncated");
     pg_buf_puts(b, "true");
   }
   pg_buf_puts(b, "}\n");
