@@ -259,20 +259,29 @@ void pg_decide_pinned(void *p, size_t n, pg_pin_how_t how, unsigned flags, const
   pg_stat_inc(PG_STAT_REGIONS_PINNED);
 }
 
-void pg_decide_before_unpin(void *p, bool is_free, const pg_stack_t *st) {
+void pg_decide_unpin_begin(void *p, bool is_free, const pg_stack_t *st, pg_unpin_t *saved) {
+  saved->had_region = false;
   pg_region_t reg;
   if (!pg_region_find(p, &reg) || reg.base != (uintptr_t)p) return;
   pg_access_t found[MAX_FOUND];
   probe_t q = {.kind = PROBE_ANY, .p = p, .n = reg.size};
   settle(is_free ? PG_KIND_FREE_DURING_DEVICE_ACCESS : PG_KIND_UNREGISTER_DURING_DEVICE_ACCESS, &q,
          is_free ? "cudaFreeHost" : "cudaHostUnregister", st, found, MAX_FOUND, false, 0);
-  /* Accesses still in flight (audit lets the call go on) must not guard these pages any more:
-   * a freed range may be mapped again by anyone, an unregistered one is the program's again.
-   * Done before the real call, so that no retirement can mprotect a range already reused. */
+  /* The region goes first (its accesses still in flight, which audit lets through, are dropped
+   * from the index and will retire without touching guard counts), then its pages are opened:
+   * a freed range may be mapped again by anyone, an unregistered one is the program's again. */
+  saved->had_region =
+      pg_region_remove_keep_stack(p, &saved->region, &saved->stack) == 1;
   pg_guard_forget(reg.base, reg.base + reg.size, false);
 }
 
-void pg_decide_unpinned(void *p) { pg_region_remove(p, NULL); }
+void pg_decide_unpin_end(const pg_unpin_t *saved, bool succeeded) {
+  if (succeeded || !saved->had_region) return;
+  /* The runtime kept the memory: so does pinguard (with a new id; accesses it dropped are not
+   * tracked again, which can only hide a report). */
+  const pg_region_t *r = &saved->region;
+  pg_region_add((const void *)r->base, r->size, r->how, r->flags, &saved->stack);
+}
 
 /* ---- asynchronous operations --------------------------------------------------------------- */
 /* Keeps the spans that lie in pinned memory; a kernel span of length 0 runs to its region's end. */
@@ -460,6 +469,13 @@ void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *st) {
   int total = settle(kind, &q, is_write ? "CPU write" : "CPU read", st, found, FAULT_FOUND, false,
                      PG_REPORT_FROM_SIGNAL);
   if (total > 0) pg_stat_inc(PG_STAT_GUARD_FAULTS);
+  /* Audit let the access through: the GPU accesses it conflicted with stop guarding their pages
+   * (until they retire), as if enforce had waited for them. One memcpy across a guarded buffer
+   * is one CPU access, so it makes one report, not one per page it goes on to touch. */
+  if (total > 0 && !enforcing()) {
+    size_t have = (size_t)total < FAULT_FOUND ? (size_t)total : FAULT_FOUND;
+    for (size_t i = 0; i < have; i++) pg_guard_release(found[i].lo, found[i].hi);
+  }
   /* Whatever happened (waited, reported, or the access had already completed: a benign fault
    * that costs this one query), the instruction must be able to run when retried. Completed
    * accesses still counted on the page retire now, which unprotects it; only what stays in flight

@@ -53,11 +53,18 @@ void pg_decide_atfork_child(void);
 
 /* ---- pinning ------------------------------------------------------------------------------ */
 void pg_decide_pinned(void *p, size_t n, pg_pin_how_t how, unsigned flags, const pg_stack_t *st);
-/* Before cudaFreeHost / cudaHostUnregister: waits (enforce) or reports (audit) for every
- * in-flight access to the region that starts at p. */
-void pg_decide_before_unpin(void *p, bool is_free, const pg_stack_t *st);
-/* After a successful cudaFreeHost / cudaHostUnregister. */
-void pg_decide_unpinned(void *p);
+/* Unpinning (cudaFreeHost / cudaHostUnregister) comes in two halves around the real call. The
+ * first waits (enforce) or reports (audit) for every in-flight access to the region that starts
+ * at p, then ends the region's bookkeeping *before* the real call: once the runtime has let the
+ * memory go, another thread may be handed the same address and pin it, and no late step may then
+ * touch the new region. The second puts the region back if the real call failed. */
+typedef struct pg_unpin {
+  bool had_region;
+  pg_region_t region;
+  pg_stack_t stack;
+} pg_unpin_t;
+void pg_decide_unpin_begin(void *p, bool is_free, const pg_stack_t *st, pg_unpin_t *saved);
+void pg_decide_unpin_end(const pg_unpin_t *saved, bool succeeded);
 
 /* ---- asynchronous operations --------------------------------------------------------------- */
 /* Before the real call: keeps only the spans that lie in pinned memory, then checks them against

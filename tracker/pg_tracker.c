@@ -6,7 +6,8 @@
 #include "pg_tracker_internal.h"
 
 pg_cuda_ops_t pg_ops;
-pg_access_hook_fn pg_hook_begin, pg_hook_retire;
+pg_access_begin_fn pg_hook_begin;
+pg_access_hook_fn pg_hook_retire;
 void *pg_hook_ctx;
 atomic_size_t pg_inflight_total;
 __thread int pg_hash_oom;
@@ -19,7 +20,7 @@ int pg_tracker_init(const pg_cuda_ops_t *ops) {
   return 0;
 }
 
-void pg_tracker_set_hooks(pg_access_hook_fn on_begin, pg_access_hook_fn on_retire, void *ctx) {
+void pg_tracker_set_hooks(pg_access_begin_fn on_begin, pg_access_hook_fn on_retire, void *ctx) {
   pg_hook_ctx = ctx;
   pg_hook_begin = on_begin;
   pg_hook_retire = on_retire;

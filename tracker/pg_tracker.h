@@ -4,6 +4,7 @@
 #ifndef PG_TRACKER_H
 #define PG_TRACKER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cuda_runtime_api.h>
@@ -27,11 +28,15 @@ typedef struct pg_cuda_ops {
  * function is missing. */
 int pg_tracker_init(const pg_cuda_ops_t *ops);
 
-/* Guard-page hooks (optional, NULL to clear; set before tracking starts): called outside every
- * tracker lock when an access piece starts being tracked (before any thread can retire it) and
- * when it retires. */
+/* Guard-page hooks (optional, NULL to clear; set before tracking starts), called outside every
+ * tracker lock. on_begin runs when an access piece starts being tracked, before any thread can
+ * retire it, and says whether it counted the piece. on_retire runs exactly once for each piece
+ * on_begin counted: when it retires, or at once when its region went away before the piece could
+ * be indexed. A piece whose region is removed while it is in flight gets no on_retire: removing a
+ * region ends its bookkeeping (the guard code forgets the region's pages then). */
+typedef bool (*pg_access_begin_fn)(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx);
 typedef void (*pg_access_hook_fn)(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx);
-void pg_tracker_set_hooks(pg_access_hook_fn on_begin, pg_access_hook_fn on_retire, void *ctx);
+void pg_tracker_set_hooks(pg_access_begin_fn on_begin, pg_access_hook_fn on_retire, void *ctx);
 
 /* ---- pinned regions (lock-free lookups) -------------------------------------------------- */
 typedef struct pg_region {
@@ -48,6 +53,9 @@ int pg_region_add(const void *base, size_t size, pg_pin_how_t how, unsigned flag
 /* Removes the most recently added region starting exactly at base; its in-flight accesses stop
  * being tracked. 1 and *out (if non-NULL) filled, or 0 if none starts there. */
 int pg_region_remove(const void *base, pg_region_t *out);
+/* The same, also copying the region's allocation stack to *stack (if non-NULL), so that a caller
+ * can add the region back should the unpinning call fail. */
+int pg_region_remove_keep_stack(const void *base, pg_region_t *out, pg_stack_t *stack);
 /* The region containing p (the latest-based one if several do): 1 and *out, or 0. */
 int pg_region_find(const void *p, pg_region_t *out);
 /* Regions overlapping [p, p+n), ascending by base: fills min(total, cap), returns total. */

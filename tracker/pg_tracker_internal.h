@@ -30,7 +30,8 @@ typedef struct pg_stream pg_stream_t;
 typedef struct pg_region_rec pg_region_rec_t;
 
 extern pg_cuda_ops_t pg_ops;
-extern pg_access_hook_fn pg_hook_begin, pg_hook_retire;
+extern pg_access_begin_fn pg_hook_begin;
+extern pg_access_hook_fn pg_hook_retire;
 extern void *pg_hook_ctx;
 extern atomic_size_t pg_inflight_total;
 
@@ -84,6 +85,7 @@ struct pg_slot {
 struct pg_acc {
   pg_access_t pub;
   bool blocking;               /* its stream is ordered by the legacy default stream */
+  bool hooked;                 /* the begin hook counted it: the retire hook owes it one call */
   atomic_bool inserted;        /* in its region's set (or orphaned): retirement may take it */
   pg_region_rec_t *region;
   uint64_t region_gen;
@@ -96,8 +98,9 @@ struct pg_acc {
 /* Drops a region's whole in-flight set (region removed, or fork child); accesses stay in their
  * stream FIFOs and retire there. */
 void pg_inflight_clear_region(pg_region_rec_t *rec);
-/* Takes a retired access out of its region's set (no-op if the region went away). */
-void pg_inflight_remove(pg_acc_t *a);
+/* Takes a retired access out of its region's set. False if the region went away meanwhile (the
+ * region's removal ended the access's bookkeeping, guard pages included). */
+bool pg_inflight_remove(pg_acc_t *a);
 
 /* ---- streams and vector clocks (pg_streams.c) --------------------------------------------- */
 /* Type-stable and bound to one dense id for life; recycled for a new stream once the old one
