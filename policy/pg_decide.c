@@ -165,6 +165,12 @@ static int settle(pg_report_kind_t kind, const probe_t *q, const char *access_wh
                PG_ACTION_NOT_WAITED_CAPTURE, 0, flags);
       return (int)total;
     }
+    if (pg_hb_in_hostfn()) {
+      if (!silent)
+        report(kind, q->p, q->n, access_what, st, found, have, total, PG_ACTION_NOT_WAITED_HOSTFN,
+               0, flags);
+      return (int)total;
+    }
     /* Keep the first batch for the report; wait on copies of later ones. */
     pg_access_t first[PG_REPORT_MAX_GPU];
     size_t kept = have < PG_REPORT_MAX_GPU ? have : PG_REPORT_MAX_GPU;
@@ -454,6 +460,34 @@ __attribute__((no_sanitize_address)) void pg_decide_fault_stack(pg_stack_t *out,
   for (int i = start; i < n && out->depth < PG_STACK_MAX; i++) out->pc[out->depth++] = buf[i];
 }
 
+/* ---- host functions ------------------------------------------------------------------------ */
+/* The pages a running host function was let through, protected again when it returns. */
+static __thread uintptr_t hostfn_open_lo, hostfn_open_hi;
+
+static void note_opened(uintptr_t lo, uintptr_t hi) {
+  if (!pg_hb_in_hostfn()) return;
+  if (hostfn_open_hi == 0 || lo < hostfn_open_lo) hostfn_open_lo = lo;
+  if (hi > hostfn_open_hi) hostfn_open_hi = hi;
+}
+
+bool pg_decide_capturing(cudaStream_t s) { return stream_capturing(s); }
+
+cudaError_t pg_decide_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *), void *arg,
+                                     pg_hostfn_pos_t *pos) {
+  return pg_hb_hostfn_enqueue(s, enqueue, arg, pos);
+}
+
+void pg_decide_hostfn_enter(const pg_hostfn_pos_t *pos) {
+  hostfn_open_lo = hostfn_open_hi = 0;
+  pg_hb_hostfn_enter(pos);
+}
+
+void pg_decide_hostfn_leave(void) {
+  pg_hb_hostfn_leave();
+  if (hostfn_open_hi) pg_guard_rearm(hostfn_open_lo, hostfn_open_hi);
+  hostfn_open_lo = hostfn_open_hi = 0;
+}
+
 void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *st) {
   static uintptr_t page_size;
   if (!page_size) page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -472,9 +506,12 @@ void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *st) {
   /* Audit let the access through: the GPU accesses it conflicted with stop guarding their pages
    * (until they retire), as if enforce had waited for them. One memcpy across a guarded buffer
    * is one CPU access, so it makes one report, not one per page it goes on to touch. */
-  if (total > 0 && !enforcing()) {
+  if (total > 0 && (!enforcing() || pg_hb_in_hostfn())) {
     size_t have = (size_t)total < FAULT_FOUND ? (size_t)total : FAULT_FOUND;
-    for (size_t i = 0; i < have; i++) pg_guard_release(found[i].lo, found[i].hi);
+    for (size_t i = 0; i < have; i++) {
+      pg_guard_release(found[i].lo, found[i].hi);
+      note_opened(found[i].lo, found[i].hi);
+    }
   }
   /* Whatever happened (waited, reported, or the access had already completed: a benign fault
    * that costs this one query), the instruction must be able to run when retried. Completed
@@ -482,7 +519,10 @@ void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *st) {
    * without conflicting (a device read under a CPU read) keeps its protection. */
   if (total == 0) pg_tracker_retire();
   pg_guard_refresh(page);
-  if (!pg_guard_page_allows(page, is_write)) pg_guard_release(page, page + page_size);
+  if (!pg_guard_page_allows(page, is_write)) {
+    pg_guard_release(page, page + page_size);
+    note_opened(page, page + page_size);
+  }
 }
 
 void pg_decide_syscall(const void *p, size_t n, bool kernel_writes, const char *call,
@@ -495,7 +535,10 @@ void pg_decide_syscall(const void *p, size_t n, bool kernel_writes, const char *
          &q, call, st, found, MAX_FOUND, false, 0);
   /* The kernel meets no fault handler: a page still guarded would make the call fail with
    * EFAULT. Let the CPU through for the rest of the pending accesses. */
-  if (pg_guard_enabled()) pg_guard_release((uintptr_t)p, (uintptr_t)p + n);
+  if (pg_guard_enabled()) {
+    pg_guard_release((uintptr_t)p, (uintptr_t)p + n);
+    note_opened((uintptr_t)p, (uintptr_t)p + n);
+  }
 }
 
 /* ---- annotations --------------------------------------------------------------------------- */

@@ -110,6 +110,20 @@ void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *cpu_st
 void pg_decide_syscall(const void *p, size_t n, bool kernel_writes, const char *call,
                        const pg_stack_t *st);
 
+/* ---- host functions ---------------------------------------------------------------------- */
+/* Whether s is capturing: a host function captured into a graph runs at every launch, so the
+ * shim leaves it as it is. */
+bool pg_decide_capturing(cudaStream_t s);
+/* Enqueues a host function (enqueue(arg) is the real call) at a known position in its stream. */
+cudaError_t pg_decide_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *), void *arg,
+                                     pg_hostfn_pos_t *pos);
+/* Around the host function, on the thread that runs it. Its CPU accesses are checked against
+ * the GPU work its stream does not order after it; nothing waits inside it (CUDA forbids it, and
+ * the work it would wait for may be queued behind it); pages it was let through are protected
+ * again when it returns, before the stream's later work can start. */
+void pg_decide_hostfn_enter(const pg_hostfn_pos_t *pos);
+void pg_decide_hostfn_leave(void);
+
 /* ---- annotations (include/pinguard.h) ------------------------------------------------------ */
 typedef enum pg_annotation { PG_ANN_RELEASE, PG_ANN_COMMIT, PG_ANN_WAIT } pg_annotation_t;
 int pg_decide_annotation(pg_annotation_t what, const void *p, size_t n, const pg_stack_t *st);

@@ -315,6 +315,19 @@ void pg_guard_release(uintptr_t lo, uintptr_t hi) {
   for_pages(plo, phi, false, release_piece, NULL);
 }
 
+static void rearm_piece(granule_t *g, size_t first, size_t last, void *arg) {
+  (void)arg;
+  memset(&g->released[first], 0, last - first);
+  apply(g, first, last);
+}
+
+void pg_guard_rearm(uintptr_t lo, uintptr_t hi) {
+  if (!pg_guard_enabled() || hi <= lo) return;
+  uintptr_t plo = lo & ~(page_size - 1);
+  uintptr_t phi = (hi + page_size - 1) & ~(page_size - 1);
+  for_pages(plo, phi, false, rearm_piece, NULL);
+}
+
 static void refresh_piece(granule_t *g, size_t first, size_t last, void *arg) {
   (void)arg;
   apply(g, first, last);

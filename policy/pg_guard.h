@@ -51,6 +51,11 @@ bool pg_guard_page_allows(uintptr_t addr, bool is_write);
  * unprotect and retry", and the system-call checks (the kernel would return EFAULT). */
 void pg_guard_release(uintptr_t lo, uintptr_t hi);
 
+/* Undoes pg_guard_release on the whole pages of [lo, hi): the pages that accesses still guard are
+ * protected again (after a host function, which may touch pages that later work on its own
+ * stream will use, has returned). */
+void pg_guard_rearm(uintptr_t lo, uintptr_t hi);
+
 /* Re-applies the protection the counts call for on the page holding addr (after a wait retired
  * accesses, or a fault on an access that had already completed). */
 void pg_guard_refresh(uintptr_t addr);

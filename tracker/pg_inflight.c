@@ -324,8 +324,15 @@ typedef struct collect {
   size_t cap, total;
 } collect_t;
 
+/* Inside a host function: an access after it on its stream cannot have started. */
+static bool after_current_hostfn(const pg_acc_t *a) {
+  return pg_t_in_hostfn && pg_t_hostfn.stream_id && a->pub.stream_id == pg_t_hostfn.stream_id &&
+         a->pub.seq > pg_t_hostfn.seq;
+}
+
 static void collect(pg_acc_t *a, void *ctx) {
   collect_t *c = ctx;
+  if (after_current_hostfn(a)) return;
   if (c->mode == 1 && !pg_dir_may_write(a->pub.dir)) return;
   if (c->mode == 2) {
     if (!pg_dir_may_write(a->pub.dir) && !pg_dir_may_write(c->dir)) return; /* read/read */

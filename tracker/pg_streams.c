@@ -188,6 +188,7 @@ void pg_host_learn(uint32_t id, uint64_t seq) {
 
 bool pg_acc_complete(const pg_acc_t *a) {
   if (LD(pg_host_clock[a->pub.stream_id]) >= a->pub.seq) return true;
+  if (pg_t_in_hostfn) return false; /* no CUDA call inside a host function */
   if (pg_ops.event_query(a->pub.event) != cudaSuccess) return false;
   pg_host_learn(a->pub.stream_id, a->pub.seq); /* a stream completes in order */
   return true;
@@ -427,6 +428,47 @@ void pg_hb_sync_done(int succeeded) {
   t_snap_n = 0;
   if (succeeded) host_learn_all(t_snap, n);
 }
+
+/* ---- host functions -------------------------------------------------------------------------- */
+__thread bool pg_t_in_hostfn;
+__thread pg_hostfn_pos_t pg_t_hostfn;
+
+cudaError_t pg_hb_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *), void *arg,
+                                 pg_hostfn_pos_t *pos) {
+  *pos = (pg_hostfn_pos_t){0, 0};
+  pg_stream_t *st = pg_stream_get(s);
+  if (!st) return enqueue(arg);
+  /* Under the lock that orders completion events too: an access recorded after this point gets
+   * a later sequence number, exactly as the runtime queues it after the host function. */
+  pthread_mutex_lock(&st->mu);
+  pg_stream_legacy_sync(st);
+  cudaError_t err = enqueue(arg);
+  if (err == cudaSuccess) {
+    uint64_t seq = LD(st->vc[st->id]) + 1;
+    ST(st->vc[st->id], seq);
+    pg_stream_clock_changed(st);
+    *pos = (pg_hostfn_pos_t){st->id, seq};
+  }
+  pthread_mutex_unlock(&st->mu);
+  return err;
+}
+
+void pg_hb_hostfn_enter(const pg_hostfn_pos_t *pos) {
+  pg_t_hostfn = *pos;
+  pg_t_in_hostfn = true;
+  if (!pos->stream_id || pos->stream_id >= PG_MAX_STREAMS) return;
+  /* Everything before it on its stream has completed: the host knows, and it retires. */
+  pg_host_learn(pos->stream_id, pos->seq);
+  pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[pos->stream_id], memory_order_acquire);
+  if (st) pg_stream_retire(st, 0);
+}
+
+void pg_hb_hostfn_leave(void) {
+  pg_t_in_hostfn = false;
+  pg_t_hostfn = (pg_hostfn_pos_t){0, 0};
+}
+
+bool pg_hb_in_hostfn(void) { return pg_t_in_hostfn; }
 
 /* ---- fork ------------------------------------------------------------------------------------- */
 static void each_stream(void (*fn)(pg_stream_t *)) {

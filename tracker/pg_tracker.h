@@ -122,6 +122,25 @@ void pg_hb_sync_prepare(cudaStream_t s);      /* before cudaStreamSynchronize / 
 void pg_hb_sync_prepare_device(void);         /* before cudaDeviceSynchronize */
 void pg_hb_sync_done(int succeeded);          /* after either */
 
+/* ---- host functions: CPU work a stream runs in its own order -------------------------------
+ * A host function runs after the work enqueued on its stream before it, and the work after it
+ * waits for it to return. Its position in the stream's order is fixed when it is enqueued. */
+typedef struct pg_hostfn_pos {
+  uint32_t stream_id;   /* 0: unknown (no position; nothing is ordered by it) */
+  uint64_t seq;
+} pg_hostfn_pos_t;
+/* Calls enqueue(arg) (the real cudaLaunchHostFunc) under the stream's lock, so that its position
+ * is exactly where the runtime put it, and fills *pos. Returns what enqueue returned. */
+cudaError_t pg_hb_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *), void *arg,
+                                 pg_hostfn_pos_t *pos);
+/* On the thread that runs the host function, around it. While inside: the accesses enqueued on
+ * its stream before it are known complete; accesses after it in stream order are not in flight
+ * for this thread's CPU accesses (queries leave them out); and the tracker makes no CUDA call
+ * (CUDA forbids them in a host function). */
+void pg_hb_hostfn_enter(const pg_hostfn_pos_t *pos);
+void pg_hb_hostfn_leave(void);
+bool pg_hb_in_hostfn(void);
+
 /* ---- fork ------------------------------------------------------------------------------------ */
 void pg_tracker_atfork_prepare(void);   /* takes every tracker lock */
 void pg_tracker_atfork_parent(void);    /* releases them */

@@ -125,6 +125,9 @@ struct pg_stream {
 };
 
 extern _Atomic uint64_t pg_host_clock[PG_MAX_STREAMS];
+/* The host function this thread is running (pg_hb_hostfn_enter), if any. */
+extern __thread bool pg_t_in_hostfn;
+extern __thread pg_hostfn_pos_t pg_t_hostfn;
 extern _Atomic(pg_stream_t *) pg_streams_by_id[PG_MAX_STREAMS];
 extern atomic_uint pg_nids;    /* ids in use are 1 .. pg_nids-1 */
 extern _Atomic(pg_stream_t *) pg_legacy;
