@@ -324,10 +324,9 @@ typedef struct collect {
   size_t cap, total;
 } collect_t;
 
-/* Inside a host function: an access after it on its stream cannot have started. */
+/* Inside a host function: an access ordered after it cannot have started. */
 static bool after_current_hostfn(const pg_acc_t *a) {
-  return pg_t_in_hostfn && pg_t_hostfn.stream_id && a->pub.stream_id == pg_t_hostfn.stream_id &&
-         a->pub.seq > pg_t_hostfn.seq;
+  return pg_t_in_hostfn && pg_hb_after_hostfn(&pg_t_hostfn, a->pub.stream_id, a->pub.seq);
 }
 
 static void collect(pg_acc_t *a, void *ctx) {

@@ -39,9 +39,11 @@ void pg_tracker_atfork_prepare(void) {
   pg_regions_lock_writer();
   pg_regions_for_each_rec(lock_rec);
   pg_streams_atfork(0);
+  pg_hostfns_atfork(0);
 }
 
 void pg_tracker_atfork_parent(void) {
+  pg_hostfns_atfork(1);
   pg_streams_atfork(1);
   pg_regions_for_each_rec(unlock_rec);
   pg_regions_unlock_writer();
@@ -50,6 +52,7 @@ void pg_tracker_atfork_parent(void) {
 }
 
 void pg_tracker_atfork_child(void) {
+  pg_hostfns_atfork(2);
   pg_regions_for_each_rec(reset_rec); /* before the streams free the access records */
   pg_streams_atfork(2);
   pg_regions_unlock_writer();

@@ -128,9 +128,11 @@ void pg_hb_sync_done(int succeeded);          /* after either */
 typedef struct pg_hostfn_pos {
   uint32_t stream_id;   /* 0: unknown (no position; nothing is ordered by it) */
   uint64_t seq;
+  struct pg_hostfn_rec *rec; /* which other streams' work is ordered after it (tracker-owned) */
 } pg_hostfn_pos_t;
 /* Calls enqueue(arg) (the real cudaLaunchHostFunc) under the stream's lock, so that its position
- * is exactly where the runtime put it, and fills *pos. Returns what enqueue returned. */
+ * is exactly where the runtime put it, and fills *pos. Returns what enqueue returned. On
+ * success, pg_hb_hostfn_leave must follow pg_hb_hostfn_enter once (it frees pos->rec). */
 cudaError_t pg_hb_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *), void *arg,
                                  pg_hostfn_pos_t *pos);
 /* On the thread that runs the host function, around it. While inside: the accesses enqueued on
@@ -139,6 +141,10 @@ cudaError_t pg_hb_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *),
  * (CUDA forbids them in a host function). */
 void pg_hb_hostfn_enter(const pg_hostfn_pos_t *pos);
 void pg_hb_hostfn_leave(void);
+/* Whether access a (on another stream, or later on the same one) is ordered after the host
+ * function at pos: a stream that waited, through events or the legacy stream, for work queued
+ * after it, and then enqueued a. */
+bool pg_hb_after_hostfn(const pg_hostfn_pos_t *pos, uint32_t stream_id, uint64_t seq);
 bool pg_hb_in_hostfn(void);
 
 /* ---- fork ------------------------------------------------------------------------------------ */

@@ -1,6 +1,7 @@
 /* pg_tracker_internal.h: what the tracker's files share with each other and nothing else:
  * region records, stream states with their vector clocks, access records, and the locks between
- * them. Lock order: events -> stream map -> region writer -> region record -> stream state. */
+ * them. Lock order: events -> stream map -> region writer -> region record -> stream state ->
+ * pending host functions (a leaf). */
 #ifndef PG_TRACKER_INTERNAL_H
 #define PG_TRACKER_INTERNAL_H
 
@@ -159,6 +160,7 @@ void pg_streams_lock_map(bool lock);
 void pg_streams_atfork(int phase);
 void pg_streams_reset_map_lock_child(void);
 void pg_events_atfork(int phase);
+void pg_hostfns_atfork(int phase);
 
 static inline void pg_atomic_max(_Atomic uint64_t *v, uint64_t x) {
   uint64_t cur = atomic_load_explicit(v, memory_order_relaxed);

@@ -7,11 +7,16 @@
  *   after:  a device->host copy, then a host function reading its destination: it must see the
  *           copied bytes, with no report.
  *   callback: "before" through cudaStreamAddCallback.
+ *   event:  the host function on one stream, an event recorded after it, another stream waits
+ *           for the event and then copies into the pages the host function reads: ordered, as
+ *           "before" (old bytes, no report, no wait).
+ *   legacy: the host function on a blocking stream, then the copy on the legacy default stream,
+ *           which waits for all earlier work on blocking streams: ordered likewise.
  *   other:  the host function reads a buffer that a copy on ANOTHER stream is writing, with no
  *           ordering between them: a real cpu-read-during-device-write. Enforce cannot wait
  *           inside a host function (CUDA forbids it and it could deadlock), so it reports.
  * Each runs several rounds, so the host function also meets pages already protected again.
- * Usage: hostfn_order before|after|callback|other */
+ * Usage: hostfn_order before|after|callback|event|legacy|other */
 #include <unistd.h>
 
 #include "e2e.h"
@@ -37,14 +42,18 @@ int main(int argc, char **argv) {
   const char *how = argc > 1 ? argv[1] : "";
   int before = !strcmp(how, "before"), after = !strcmp(how, "after");
   int callback = !strcmp(how, "callback"), other = !strcmp(how, "other");
-  if (!before && !after && !callback && !other) {
-    fprintf(stderr, "usage: %s before|after|callback|other\n", argv[0]);
+  int event = !strcmp(how, "event"), legacy = !strcmp(how, "legacy");
+  if (!before && !after && !callback && !other && !event && !legacy) {
+    fprintf(stderr, "usage: %s before|after|callback|event|legacy|other\n", argv[0]);
     return 2;
   }
   void *dev;
-  cudaStream_t s, s2;
+  cudaStream_t s, s2, blocking;
+  cudaEvent_t ev;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreate(&blocking));
+  CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
   CHECK(cudaHostAlloc((void **)&buf, BUF_BYTES, cudaHostAllocDefault));
   CHECK(cudaMalloc(&dev, BUF_BYTES));
   int ok = 1;
@@ -59,6 +68,18 @@ int main(int argc, char **argv) {
       else CHECK(cudaLaunchHostFunc(s, read_mid, NULL));
       CHECK(cudaMemcpyAsync(buf, dev, BUF_BYTES, cudaMemcpyDeviceToHost, s));
       CHECK(cudaStreamSynchronize(s));
+      if (seen[round_no] != old) ok = 0;
+    } else if (event) {
+      CHECK(cudaLaunchHostFunc(s, read_mid, NULL));
+      CHECK(cudaEventRecord(ev, s));
+      CHECK(cudaStreamWaitEvent(s2, ev, 0));
+      CHECK(cudaMemcpyAsync(buf, dev, BUF_BYTES, cudaMemcpyDeviceToHost, s2));
+      CHECK(cudaStreamSynchronize(s2));
+      if (seen[round_no] != old) ok = 0;
+    } else if (legacy) {
+      CHECK(cudaLaunchHostFunc(blocking, read_mid, NULL));
+      CHECK(cudaMemcpyAsync(buf, dev, BUF_BYTES, cudaMemcpyDeviceToHost, 0));
+      CHECK(cudaStreamSynchronize(0));
       if (seen[round_no] != old) ok = 0;
     } else if (after) {
       CHECK(cudaMemcpyAsync(buf, dev, BUF_BYTES, cudaMemcpyDeviceToHost, s));
