@@ -240,7 +240,7 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
 
   pg_acc_t *accs[MAX_PIECES];
   size_t ok = 0;
-  uint64_t t = now_ns(), op = 0;
+  uint64_t t = now_ns(), op = 0, first_seq = 0;
   pthread_mutex_lock(&st->mu);
   pg_stream_legacy_sync(st);
   for (; ok < np; ok++) {
@@ -264,7 +264,10 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
     atomic_store_explicit(&st->vc[st->id], seq, memory_order_relaxed);
     const pg_region_hit_t *h = &hits[hit_of[ok]];
     uint64_t id = atomic_fetch_add_explicit(&g_next_acc_id, 1, memory_order_relaxed);
-    if (!op) op = id;
+    if (!op) {
+      op = id;
+      first_seq = seq;
+    }
     a->pub = (pg_access_t){
         .id = id, .op = op, .lo = plo[ok], .hi = phi[ok], .dir = dir, .stream = stream,
         .stream_id = st->id, .seq = seq, .event = ev, .enqueue_ns = t,
@@ -311,6 +314,11 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
       a->hooked = false;
     }
   }
+  /* A retirement that ran while these pieces were being indexed stopped at them; if the host
+   * already knows them complete (another thread waited on this stream meanwhile), nothing may
+   * come back to retire them, so this begin does. */
+  if (ok && atomic_load_explicit(&pg_host_clock[st->id], memory_order_seq_cst) >= first_seq)
+    poll = true;
   if (poll) pg_stream_retire(st, 16); /* no sweeper thread: begins retire their own stream */
   return ok ? (int)ok : -1;
 }
