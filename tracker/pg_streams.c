@@ -333,10 +333,12 @@ void pg_tracker_retire(void) {
   }
 }
 
-/* Host learned snap[0..n): retires the streams whose entry moved. */
+/* Host learned snap[0..n): retires the streams it names. Also those whose entry had already
+ * moved: a completion query (pg_acc_complete) learns without retiring, so their completed
+ * accesses may still wait at the FIFO head. */
 static void host_learn_all(const uint64_t *snap, unsigned n) {
   for (unsigned id = 1; id < n; id++) {
-    if (!snap[id] || LD(pg_host_clock[id]) >= snap[id]) continue;
+    if (!snap[id]) continue;
     pg_atomic_max(&pg_host_clock[id], snap[id]);
     pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[id], memory_order_acquire);
     if (st) pg_stream_retire(st, 0);
