@@ -31,6 +31,18 @@
 #define DEV_BYTE 0x6b    /* what the device writes */
 #define OLD_BYTE 0x11    /* what a filled buffer held before */
 
+/* glibc's aliases and fortify entry points, which its headers leave out. */
+extern ssize_t __write(int fd, const void *buf, size_t n);
+extern ssize_t __pwrite64(int fd, const void *buf, size_t n, off64_t off);
+extern ssize_t __send(int fd, const void *buf, size_t n, int flags);
+extern ssize_t __read(int fd, void *buf, size_t n);
+extern ssize_t __pread64(int fd, void *buf, size_t n, off64_t off);
+extern ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+extern ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+extern ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
+extern ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
+extern ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+                              struct sockaddr *from, socklen_t *fromlen);
 extern size_t __fread_chk(void *p, size_t plen, size_t size, size_t n, FILE *f);
 extern size_t __fread_unlocked_chk(void *p, size_t plen, size_t size, size_t n, FILE *f);
 
@@ -38,7 +50,7 @@ extern size_t __fread_unlocked_chk(void *p, size_t plen, size_t size, size_t n, 
 typedef struct io {
   int fd;               /* a file holding N bytes of SRC_BYTE */
   FILE *f;              /* a stdio stream on it */
-  int pipe[2], sock[2]; /* a pipe, a datagram socket pair */
+  int pipe[2], sock[2]; /* a pipe, a stream socket pair */
   mqd_t q;              /* a POSIX message queue */
   int msq;              /* a System V message queue */
   unsigned char *other; /* plain memory holding SRC_BYTE: the far side of process_vm_* */
@@ -65,6 +77,39 @@ static ssize_t aio_wait64(struct aiocb64 *cb) {
 #define IOV2(b, n) {{(b), (n) / 2}, {(b) + (n) / 2, (n) / 2}} /* two halves: a real vector */
 
 /* ---- calls the kernel reads the buffer for -------------------------------------------------- */
+static ssize_t r_write(io_t *io, unsigned char *b, size_t n) { return write(io->fd, b, n); }
+static ssize_t r___write(io_t *io, unsigned char *b, size_t n) { return __write(io->fd, b, n); }
+static ssize_t r_pwrite(io_t *io, unsigned char *b, size_t n) { return pwrite(io->fd, b, n, 0); }
+static ssize_t r_pwrite64(io_t *io, unsigned char *b, size_t n) {
+  return pwrite64(io->fd, b, n, 0);
+}
+static ssize_t r___pwrite64(io_t *io, unsigned char *b, size_t n) {
+  return __pwrite64(io->fd, b, n, 0);
+}
+static ssize_t r_writev(io_t *io, unsigned char *b, size_t n) {
+  struct iovec v[2] = IOV2(b, n);
+  return writev(io->fd, v, 2);
+}
+static ssize_t r_pwritev(io_t *io, unsigned char *b, size_t n) {
+  struct iovec v[2] = IOV2(b, n);
+  return pwritev(io->fd, v, 2, 0);
+}
+static ssize_t r_pwritev64(io_t *io, unsigned char *b, size_t n) {
+  struct iovec v[2] = IOV2(b, n);
+  return pwritev64(io->fd, v, 2, 0);
+}
+static ssize_t r_send(io_t *io, unsigned char *b, size_t n) { return send(io->sock[0], b, n, 0); }
+static ssize_t r___send(io_t *io, unsigned char *b, size_t n) {
+  return __send(io->sock[0], b, n, 0);
+}
+static ssize_t r_sendto(io_t *io, unsigned char *b, size_t n) {
+  return sendto(io->sock[0], b, n, 0, NULL, 0);
+}
+static ssize_t r_sendmsg(io_t *io, unsigned char *b, size_t n) {
+  struct iovec v[2] = IOV2(b, n);
+  struct msghdr m = {.msg_iov = v, .msg_iovlen = 2};
+  return sendmsg(io->sock[0], &m, 0);
+}
 static ssize_t r_pwritev2(io_t *io, unsigned char *b, size_t n) {
   struct iovec v[2] = IOV2(b, n);
   return pwritev2(io->fd, v, 2, 0, 0);
@@ -137,6 +182,45 @@ static ssize_t r_dprintf(io_t *io, unsigned char *b, size_t n) {
 }
 
 /* ---- calls that fill the buffer --------------------------------------------------------------- */
+static ssize_t w_read(io_t *io, unsigned char *b, size_t n) { return read(io->fd, b, n); }
+static ssize_t w___read(io_t *io, unsigned char *b, size_t n) { return __read(io->fd, b, n); }
+static ssize_t w___read_chk(io_t *io, unsigned char *b, size_t n) {
+  return __read_chk(io->fd, b, n, n);
+}
+static ssize_t w_pread(io_t *io, unsigned char *b, size_t n) { return pread(io->fd, b, n, 0); }
+static ssize_t w___pread_chk(io_t *io, unsigned char *b, size_t n) {
+  return __pread_chk(io->fd, b, n, 0, n);
+}
+static ssize_t w_pread64(io_t *io, unsigned char *b, size_t n) {
+  return pread64(io->fd, b, n, 0);
+}
+static ssize_t w___pread64(io_t *io, unsigned char *b, size_t n) {
+  return __pread64(io->fd, b, n, 0);
+}
+static ssize_t w___pread64_chk(io_t *io, unsigned char *b, size_t n) {
+  return __pread64_chk(io->fd, b, n, 0, n);
+}
+static ssize_t w_readv(io_t *io, unsigned char *b, size_t n) {
+  struct iovec v[2] = IOV2(b, n);
+  return readv(io->fd, v, 2);
+}
+static ssize_t w_recv(io_t *io, unsigned char *b, size_t n) {
+  return recv(io->sock[1], b, n, MSG_WAITALL);
+}
+static ssize_t w___recv_chk(io_t *io, unsigned char *b, size_t n) {
+  return __recv_chk(io->sock[1], b, n, n, MSG_WAITALL);
+}
+static ssize_t w_recvfrom(io_t *io, unsigned char *b, size_t n) {
+  return recvfrom(io->sock[1], b, n, MSG_WAITALL, NULL, NULL);
+}
+static ssize_t w___recvfrom_chk(io_t *io, unsigned char *b, size_t n) {
+  return __recvfrom_chk(io->sock[1], b, n, n, MSG_WAITALL, NULL, NULL);
+}
+static ssize_t w_recvmsg(io_t *io, unsigned char *b, size_t n) {
+  struct iovec v[2] = IOV2(b, n);
+  struct msghdr m = {.msg_iov = v, .msg_iovlen = 2};
+  return recvmsg(io->sock[1], &m, MSG_WAITALL);
+}
 static ssize_t w_preadv(io_t *io, unsigned char *b, size_t n) {
   struct iovec v[2] = IOV2(b, n);
   return preadv(io->fd, v, 2, 0);
@@ -223,6 +307,18 @@ static const struct {
   size_t n;
   run_fn run;
 } calls[] = {
+    {"write", SENDS, TO_FILE, N, r_write},
+    {"__write", SENDS, TO_FILE, N, r___write},
+    {"pwrite", SENDS, TO_FILE, N, r_pwrite},
+    {"pwrite64", SENDS, TO_FILE, N, r_pwrite64},
+    {"__pwrite64", SENDS, TO_FILE, N, r___pwrite64},
+    {"writev", SENDS, TO_FILE, N, r_writev},
+    {"pwritev", SENDS, TO_FILE, N, r_pwritev},
+    {"pwritev64", SENDS, TO_FILE, N, r_pwritev64},
+    {"send", SENDS, TO_SOCK, N, r_send},
+    {"__send", SENDS, TO_SOCK, N, r___send},
+    {"sendto", SENDS, TO_SOCK, N, r_sendto},
+    {"sendmsg", SENDS, TO_SOCK, N, r_sendmsg},
     {"pwritev2", SENDS, TO_FILE, N, r_pwritev2},
     {"pwritev64v2", SENDS, TO_FILE, N, r_pwritev64v2},
     {"sendmmsg", SENDS, TO_SOCK, N, r_sendmmsg},
@@ -241,6 +337,20 @@ static const struct {
     {"fputs_unlocked", SENDS, TO_FILE, N, r_fputs_unlocked},
     {"fprintf", SENDS, TO_FILE, N, r_fprintf},
     {"dprintf", SENDS, TO_FILE, N, r_dprintf},
+    {"read", FILLS, TO_FILE, N, w_read},
+    {"__read", FILLS, TO_FILE, N, w___read},
+    {"__read_chk", FILLS, TO_FILE, N, w___read_chk},
+    {"pread", FILLS, TO_FILE, N, w_pread},
+    {"__pread_chk", FILLS, TO_FILE, N, w___pread_chk},
+    {"pread64", FILLS, TO_FILE, N, w_pread64},
+    {"__pread64", FILLS, TO_FILE, N, w___pread64},
+    {"__pread64_chk", FILLS, TO_FILE, N, w___pread64_chk},
+    {"readv", FILLS, TO_FILE, N, w_readv},
+    {"recv", FILLS, TO_SOCK, N, w_recv},
+    {"__recv_chk", FILLS, TO_SOCK, N, w___recv_chk},
+    {"recvfrom", FILLS, TO_SOCK, N, w_recvfrom},
+    {"__recvfrom_chk", FILLS, TO_SOCK, N, w___recvfrom_chk},
+    {"recvmsg", FILLS, TO_SOCK, N, w_recvmsg},
     {"preadv", FILLS, TO_FILE, N, w_preadv},
     {"preadv64", FILLS, TO_FILE, N, w_preadv64},
     {"preadv2", FILLS, TO_FILE, N, w_preadv2},
@@ -280,7 +390,7 @@ static void setup(io_t *io, side_t side, sink_t where, size_t n) {
   io->q = mq_open(qname, O_CREAT | O_EXCL | O_RDWR, 0600, &a);
   io->msq = msgget(IPC_PRIVATE, 0600);
   if (!io->f || io->q == (mqd_t)-1 || io->msq < 0 || mq_unlink(qname) || pipe(io->pipe) ||
-      socketpair(AF_UNIX, SOCK_DGRAM, 0, io->sock)) {
+      socketpair(AF_UNIX, SOCK_STREAM, 0, io->sock)) {
     perror("setup");
     exit(2);
   }
