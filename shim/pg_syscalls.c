@@ -6,7 +6,8 @@
  * through), then forwards its arguments unchanged, with errno as the check found it.
  *
  * These run in every process the shim is preloaded into, CUDA or not: until tracking has
- * started (the first tracked CUDA call), the check is one load and a branch.
+ * started (the first tracked CUDA call), the check is one load and a branch; after, a buffer
+ * outside pinned memory costs one region lookup.
  *
  * The whole family is the table below, one PG_IO row per exported name. The calls deliberately
  * not here (io_uring, io_submit, ioctl, syscall(2), glibc's internal entry points, ...) are listed
@@ -49,8 +50,8 @@
 #define PG_INLINE static inline __attribute__((always_inline))
 
 /* Checks [p, p+n) before the kernel reads it (kernel_writes false: only device writes conflict)
- * or fills it (true: any device access conflicts). Not inlined, and the helpers
- * below are inlined into the interposer, so that the stack always starts at the call site. */
+ * or fills it (true: any device access conflicts). It is never inlined and the helpers below
+ * always are, so the stack it captures always starts at the interposer's caller. */
 static __attribute__((noinline)) void check(const void *p, size_t n, bool kernel_writes,
                                             const char *call) {
   if (!p || n == 0 || pg_region_find_range(p, n, NULL, 0) == 0) return;
