@@ -10,13 +10,14 @@
  * outside pinned memory costs one region lookup.
  *
  * The whole family is the table below, one PG_IO row per exported name. The calls deliberately
- * not here (io_uring, io_submit, ioctl, syscall(2), glibc's internal entry points, ...) are listed
+ * not here (io_uring, ioctl, syscall(2), glibc's internal entry points, ...) are listed
  * with the reason in docs/GUARD.md. To add a call: one row here, its name in libpinguard.map and
  * in tests/e2e/check_exports.sh, and a case in tests/e2e/guard_io.c. */
 #include <aio.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/aio_abi.h>
 #include <mqueue.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -108,9 +109,24 @@ PG_INLINE bool vmsplice_fills_user(int fd) {
             (cb)->aio_lio_opcode == LIO_READ, call_);                                  \
   } while (0)
 
+/* A Linux AIO request, in the kernel's iocb layout (libaio's struct iocb is the same). */
+PG_INLINE void check_kiocb(const struct iocb *cb, const char *call) {
+  if (!cb) return;
+  void *buf = (void *)(uintptr_t)cb->aio_buf;
+  switch (cb->aio_lio_opcode) {
+  case IOCB_CMD_PREAD: check(buf, cb->aio_nbytes, true, call); break;
+  case IOCB_CMD_PWRITE: check(buf, cb->aio_nbytes, false, call); break;
+  case IOCB_CMD_PREADV: check_iov(buf, (long)cb->aio_nbytes, true, call); break;
+  case IOCB_CMD_PWRITEV: check_iov(buf, (long)cb->aio_nbytes, false, call); break;
+  default: break; /* fsync, fdsync, poll, noop: no buffer */
+  }
+}
+
 /* PG_IO(ret, name, label, (params), (args), checks): defines name(params), which runs `checks`
  * once tracking has started, keeping errno, then returns the real name(args). In `checks`, the
- * kernel READS or FILLS the buffers named; `call_` is the label reports give the call. */
+ * kernel READS or FILLS the buffers named; `call_` is the label reports give the call. A libc
+ * without the call (an older glibc keeps aio and message queues in librt) makes it fail with
+ * ENOSYS, should a program that found our definition through dlsym call it. */
 #define PG_IO(ret, name, label, params, args, checks)                                  \
   PG_EXPORT ret name params {                                                          \
     if (pg_shim_tracking()) {                                                          \
@@ -119,7 +135,12 @@ PG_INLINE bool vmsplice_fills_user(int fd) {
       checks;                                                                          \
       errno = errno_;                                                                  \
     }                                                                                  \
-    return PG_LIBC(name) args;                                                         \
+    __typeof__(&name) fn_ = PG_LIBC(name);                                             \
+    if (__builtin_expect(!fn_, 0)) {                                                   \
+      errno = ENOSYS;                                                                  \
+      return (ret)-1;                                                                  \
+    }                                                                                  \
+    return fn_ args;                                                                   \
   }
 #define READS(p, n) check((p), (n), false, call_)
 #define FILLS(p, n) check((p), (n), true, call_)
@@ -140,6 +161,8 @@ extern ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int fl
                               struct sockaddr *from, socklen_t *fromlen);
 extern size_t __fread_chk(void *p, size_t plen, size_t size, size_t n, FILE *f);
 extern size_t __fread_unlocked_chk(void *p, size_t plen, size_t size, size_t n, FILE *f);
+/* Linux AIO has no libc wrapper: this is libaio's, whose io_context_t is the kernel's handle. */
+extern int io_submit(aio_context_t ctx, long nr, struct iocb **ios);
 
 /* ---- the kernel reads the buffer ----------------------------------------------------------- */
 PG_IO(ssize_t, write, "write(2)", (int fd, const void *buf, size_t n), (fd, buf, n),
@@ -280,3 +303,17 @@ PG_IO(int, lio_listio, "lio_listio(3)",
 PG_IO(int, lio_listio64, "lio_listio64(3)",
       (int mode, struct aiocb64 *const list[], int n, struct sigevent *sev),
       (mode, list, n, sev), for (int i = 0; i < n; i++) CHECK_AIOCB(list[i]))
+
+/* ---- libaio's io_submit: the one row not in libc ---------------------------------------------
+ * Found through the dynamic lookup without libaio loaded (a program probing for it with dlsym),
+ * it must not call a null pointer: it fails as libaio would, with a negated errno. Requests
+ * made through syscall(2) are not seen (docs/GUARD.md). */
+PG_EXPORT int io_submit(aio_context_t ctx, long nr, struct iocb **ios) {
+  if (pg_shim_tracking()) {
+    int errno_ = errno;
+    for (long i = 0; ios && i < nr; i++) check_kiocb(ios[i], "io_submit(2)");
+    errno = errno_;
+  }
+  __typeof__(&io_submit) real = PG_LIBC(io_submit);
+  return real ? real(ctx, nr, ios) : -ENOSYS;
+}

@@ -15,10 +15,13 @@
 #include <aio.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/aio_abi.h>
 #include <mqueue.h>
+#include <stdint.h>
 #include <sys/msg.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +48,8 @@ extern ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int fl
                               struct sockaddr *from, socklen_t *fromlen);
 extern size_t __fread_chk(void *p, size_t plen, size_t size, size_t n, FILE *f);
 extern size_t __fread_unlocked_chk(void *p, size_t plen, size_t size, size_t n, FILE *f);
+/* libaio's, here from aio_stub.c. */
+extern int io_submit(aio_context_t ctx, long nr, struct iocb **ios);
 
 /* Where a call's bytes come from or go to, set up before the device access starts. */
 typedef struct io {
@@ -73,8 +78,27 @@ static ssize_t aio_wait64(struct aiocb64 *cb) {
   errno = aio_error64(cb);
   return aio_return64(cb);
 }
-#define AIOCB(b, n, op) {.aio_fildes = io->fd, .aio_buf = (b), .aio_nbytes = (n), .aio_lio_opcode = (op)}
 #define IOV2(b, n) {{(b), (n) / 2}, {(b) + (n) / 2, (n) / 2}} /* two halves: a real vector */
+
+/* One Linux AIO request (op) on the file, submitted through io_submit, the rest raw. */
+static ssize_t kernel_aio(io_t *io, unsigned op, unsigned char *b, size_t n) {
+  struct iovec v[2] = IOV2(b, n);
+  int vec = op == IOCB_CMD_PREADV || op == IOCB_CMD_PWRITEV;
+  struct iocb cb = {.aio_fildes = (uint32_t)io->fd, .aio_lio_opcode = (uint16_t)op,
+                    .aio_buf = (uintptr_t)(vec ? (void *)v : (void *)b), .aio_nbytes = vec ? 2 : n};
+  struct iocb *l[1] = {&cb};
+  struct io_event ev;
+  aio_context_t ctx = 0;
+  if (syscall(SYS_io_setup, 1, &ctx)) return -1;
+  int r = io_submit(ctx, 1, l);
+  long got = r == 1 ? syscall(SYS_io_getevents, ctx, 1, 1, &ev, NULL) : -1;
+  syscall(SYS_io_destroy, ctx);
+  if (r != 1) errno = r < 0 ? -r : EIO;
+  if (got != 1) return -1;
+  if (ev.res < 0) errno = (int)-ev.res;
+  return ev.res < 0 ? -1 : (ssize_t)ev.res;
+}
+#define AIOCB(b, n, op) {.aio_fildes = io->fd, .aio_buf = (b), .aio_nbytes = (n), .aio_lio_opcode = (op)}
 
 /* ---- calls the kernel reads the buffer for -------------------------------------------------- */
 static ssize_t r_write(io_t *io, unsigned char *b, size_t n) { return write(io->fd, b, n); }
@@ -160,6 +184,12 @@ static ssize_t r_mq_send(io_t *io, unsigned char *b, size_t n) {
 static ssize_t r_mq_timedsend(io_t *io, unsigned char *b, size_t n) {
   struct timespec t = {.tv_sec = time(NULL) + 10};
   return mq_timedsend(io->q, (const char *)b, n, 0, &t) ? -1 : (ssize_t)n;
+}
+static ssize_t r_io_submit_pwrite(io_t *io, unsigned char *b, size_t n) {
+  return kernel_aio(io, IOCB_CMD_PWRITE, b, n);
+}
+static ssize_t r_io_submit_pwritev(io_t *io, unsigned char *b, size_t n) {
+  return kernel_aio(io, IOCB_CMD_PWRITEV, b, n);
 }
 /* The message's mtype sits just before the buffer, on a page the device does not touch. */
 static ssize_t r_msgsnd(io_t *io, unsigned char *b, size_t n) {
@@ -280,6 +310,12 @@ static ssize_t w_lio_listio64(io_t *io, unsigned char *b, size_t n) {
   struct aiocb64 cb = AIOCB(b, n, LIO_READ), *l[1] = {&cb};
   return lio_listio64(LIO_WAIT, l, 1, NULL) ? -1 : aio_wait64(&cb);
 }
+static ssize_t w_io_submit_pread(io_t *io, unsigned char *b, size_t n) {
+  return kernel_aio(io, IOCB_CMD_PREAD, b, n);
+}
+static ssize_t w_io_submit_preadv(io_t *io, unsigned char *b, size_t n) {
+  return kernel_aio(io, IOCB_CMD_PREADV, b, n);
+}
 static ssize_t w_mq_receive(io_t *io, unsigned char *b, size_t n) {
   return mq_receive(io->q, (char *)b, n, NULL);
 }
@@ -330,6 +366,8 @@ static const struct {
     {"aio_write64", SENDS, TO_FILE, N, r_aio_write64},
     {"lio_listio.write", SENDS, TO_FILE, N, r_lio_listio},
     {"lio_listio64.write", SENDS, TO_FILE, N, r_lio_listio64},
+    {"io_submit.pwrite", SENDS, TO_FILE, N, r_io_submit_pwrite},
+    {"io_submit.pwritev", SENDS, TO_FILE, N, r_io_submit_pwritev},
     {"mq_send", SENDS, TO_MQ, 8192, r_mq_send},
     {"mq_timedsend", SENDS, TO_MQ, 8192, r_mq_timedsend},
     {"msgsnd", SENDS, TO_MSQ, 8192, r_msgsnd},
@@ -366,6 +404,8 @@ static const struct {
     {"aio_read64", FILLS, TO_FILE, N, w_aio_read64},
     {"lio_listio.read", FILLS, TO_FILE, N, w_lio_listio},
     {"lio_listio64.read", FILLS, TO_FILE, N, w_lio_listio64},
+    {"io_submit.pread", FILLS, TO_FILE, N, w_io_submit_pread},
+    {"io_submit.preadv", FILLS, TO_FILE, N, w_io_submit_preadv},
     {"mq_receive", FILLS, TO_MQ, 8192, w_mq_receive},
     {"mq_timedreceive", FILLS, TO_MQ, 8192, w_mq_timedreceive},
     {"msgrcv", FILLS, TO_MSQ, 8192, w_msgrcv},
