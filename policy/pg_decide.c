@@ -530,15 +530,19 @@ void pg_decide_syscall(const void *p, size_t n, bool kernel_writes, const char *
   if (pg_region_find_range(p, n, NULL, 0) == 0) return;
   pg_access_t found[MAX_FOUND];
   probe_t q = {.kind = kernel_writes ? PROBE_ANY : PROBE_WRITES, .p = p, .n = n};
-  settle(kernel_writes ? PG_KIND_SYSCALL_WRITE_DURING_DEVICE_ACCESS
-                       : PG_KIND_SYSCALL_READ_DURING_DEVICE_WRITE,
-         &q, call, st, found, MAX_FOUND, false, 0);
-  /* The kernel meets no fault handler: a page still guarded would make the call fail with
-   * EFAULT. Let the CPU through for the rest of the pending accesses. */
-  if (pg_guard_enabled()) {
-    pg_guard_release((uintptr_t)p, (uintptr_t)p + n);
-    note_opened((uintptr_t)p, (uintptr_t)p + n);
-  }
+  int total = settle(kernel_writes ? PG_KIND_SYSCALL_WRITE_DURING_DEVICE_ACCESS
+                                   : PG_KIND_SYSCALL_READ_DURING_DEVICE_WRITE,
+                     &q, call, st, found, MAX_FOUND, false, 0);
+  if (!pg_guard_enabled()) return;
+  /* The kernel meets no fault handler: a page it cannot access would make the call fail with
+   * EFAULT. Accesses that completed but were not retired yet may still hold pages: retire them
+   * first. Then only pages that still deny the kernel's access are let through (until the
+   * accesses guarding them retire): a write(2) of a buffer a device read is using leaves it
+   * guarded against CPU stores. */
+  if (total == 0) pg_tracker_retire();
+  uintptr_t lo = (uintptr_t)p, hi = lo + n;
+  pg_guard_release_denying(lo, hi, kernel_writes);
+  note_opened(lo, hi);
 }
 
 /* ---- annotations --------------------------------------------------------------------------- */

@@ -300,19 +300,30 @@ bool pg_guard_page_allows(uintptr_t addr, bool is_write) {
   return prot == PROT_STATE_RW || (prot == PROT_STATE_READ && !is_write);
 }
 
+/* arg: NULL releases every guarded page; else the access (is_write) whose denied pages go. */
 static void release_piece(granule_t *g, size_t first, size_t last, void *arg) {
-  (void)arg;
-  for (size_t i = first; i < last; i++)
-    if (g->reads[i] || g->writes[i]) g->released[i] = 1;
+  const bool *is_write = arg;
+  for (size_t i = first; i < last; i++) {
+    if (!g->reads[i] && !g->writes[i]) continue;
+    int p = prot_of(g, i);
+    if (is_write && (p == PROT_STATE_RW || (p == PROT_STATE_READ && !*is_write))) continue;
+    g->released[i] = 1;
+  }
   apply(g, first, last);
 }
 
-void pg_guard_release(uintptr_t lo, uintptr_t hi) {
+static void release_pages(uintptr_t lo, uintptr_t hi, const bool *is_write) {
   if (!pg_guard_enabled()) return;
   /* Widen to whole pages: a release is about every page the CPU access touches. */
   uintptr_t plo = lo & ~(page_size - 1);
   uintptr_t phi = (hi + page_size - 1) & ~(page_size - 1);
-  for_pages(plo, phi, false, release_piece, NULL);
+  for_pages(plo, phi, false, release_piece, (void *)is_write);
+}
+
+void pg_guard_release(uintptr_t lo, uintptr_t hi) { release_pages(lo, hi, NULL); }
+
+void pg_guard_release_denying(uintptr_t lo, uintptr_t hi, bool is_write) {
+  release_pages(lo, hi, &is_write);
 }
 
 static void rearm_piece(granule_t *g, size_t first, size_t last, void *arg) {

@@ -51,6 +51,10 @@ bool pg_guard_page_allows(uintptr_t addr, bool is_write);
  * unprotect and retry", and the system-call checks (the kernel would return EFAULT). */
 void pg_guard_release(uintptr_t lo, uintptr_t hi);
 
+/* pg_guard_release for only those pages of [lo, hi) whose protection denies a read (or, with
+ * is_write, a write): what a system call needs so that the kernel never meets a guarded page. */
+void pg_guard_release_denying(uintptr_t lo, uintptr_t hi, bool is_write);
+
 /* Undoes pg_guard_release on the whole pages of [lo, hi): the pages that accesses still guard are
  * protected again (after a host function, which may touch pages that later work on its own
  * stream will use, has returned). */

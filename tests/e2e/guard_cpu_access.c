@@ -2,12 +2,19 @@
  * the moment of harm. "read": memcpy out of the destination of an in-flight device->host copy
  * (cpu-read-during-device-write). "write": memset into the source of an in-flight host->device
  * copy (cpu-write-during-device-access). Enforce waits, so the read sees the copied bytes and
- * the device reads the old ones. The fixed twin synchronizes first. Usage: bug|fixed read|write. */
+ * the device reads the old ones. The fixed twin synchronizes first. "write_after_io": the same
+ * write, after the buffer was first handed to write(2), which only reads it as the device does
+ * (no conflict, and the buffer must stay guarded against the store).
+ * Usage: bug|fixed read|write|write_after_io. */
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "e2e.h"
 
 int main(int argc, char **argv) {
   int bug = e2e_is_bug(argc, argv);
-  int do_read = argc < 3 || strcmp(argv[2], "write") != 0;
+  int after_io = argc > 2 && strcmp(argv[2], "write_after_io") == 0;
+  int do_read = argc < 3 || (strcmp(argv[2], "write") != 0 && !after_io);
   unsigned char *host, *check = malloc(BUF_BYTES);
   void *dev;
   cudaStream_t s;
@@ -25,6 +32,11 @@ int main(int argc, char **argv) {
     memset(host, 0x11, BUF_BYTES);
     CHECK(cudaMemcpyAsync(dev, host, BUF_BYTES, cudaMemcpyHostToDevice, s));
     if (!bug) CHECK(cudaStreamSynchronize(s));
+    if (after_io) { /* the kernel reads the buffer too: no conflict with the device's read */
+      int fd = open("/dev/null", O_WRONLY);
+      if (fd < 0 || write(fd, host, BUF_BYTES) != (ssize_t)BUF_BYTES) return 2;
+      close(fd);
+    }
     memset(host, 0x22, BUF_BYTES); /* the next user's overwrite */
     CHECK(cudaStreamSynchronize(s));
     CHECK(cudaMemcpy(check, dev, BUF_BYTES, cudaMemcpyDeviceToHost));
