@@ -12,6 +12,7 @@
  * cudaHostAlloc (thread T1)", not T2's freed one.
  * Usage: unpin_reuse register|alloc */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -20,17 +21,17 @@
 #define PAGE 4096u
 static unsigned char *map;
 static int use_alloc;
-static volatile int t2_started;
+static atomic_int t2_started;
 
 static void *t2(void *unused) {
   (void)unused;
   if (use_alloc) {
     CHECK(cudaHostAlloc((void **)&map, 16 * PAGE, cudaHostAllocDefault));
-    t2_started = 1;
+    atomic_store(&t2_started, 1);
     CHECK(cudaFreeHost(map));
   } else {
     CHECK(cudaHostRegister(map, 64 * PAGE, cudaHostRegisterDefault));
-    t2_started = 1;
+    atomic_store(&t2_started, 1);
     CHECK(cudaHostUnregister(map));
   }
   return NULL;
@@ -59,7 +60,7 @@ int main(int argc, char **argv) {
   CHECK(cudaHostAlloc((void **)&scratch, PAGE, cudaHostAllocDefault));
   pthread_t t;
   pthread_create(&t, NULL, t2, NULL);
-  while (!t2_started) nap_ms(1);
+  while (!atomic_load(&t2_started)) nap_ms(1);
   unsigned char *first = NULL, *other;
   if (use_alloc) {
     /* T2's free releases the address within its first milliseconds; the runtime gives the most
