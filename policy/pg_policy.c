@@ -239,7 +239,9 @@ pg_verdict_t pg_policy_report(const pg_report_t *r) {
     pg_report_format_text(&b, &view);
   emit(b.p, b.len);
   bool do_abort = opts.abort_on_error, do_halt = opts.halt_on_error;
-  int code = opts.exitcode;
+  /* exitcode=0 means "keep the program's own status", but a halted program has none: it was
+   * stopped by pinguard, and a 0 would tell CI it succeeded. Halting exits 1 then. */
+  int code = opts.exitcode ? opts.exitcode : 1;
   unlock();
 
   if (do_abort || do_halt) {

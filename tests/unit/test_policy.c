@@ -208,6 +208,16 @@ Test(halt, halt_on_error_exits_with_exitcode_after_the_first_report, .exit_code 
   cr_assert_fail("halt_on_error did not stop the process");
 }
 
+/* Issue 9: exitcode=0 keeps the program's status at a normal exit, but a halted program has no
+ * status of its own; halting must not look like success. */
+Test(halt, halt_with_exitcode_zero_exits_non_zero, .exit_code = 1) {
+  configure("halt_on_error=1:exitcode=0");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  pg_policy_report(&t.r);
+  cr_assert_fail("halt_on_error did not stop the process");
+}
+
 Test(halt, abort_on_error_aborts, .signal = SIGABRT) {
   configure("abort_on_error=1");
   tp_report_t t;
