@@ -442,6 +442,7 @@ __attribute__((no_sanitize_address)) void pg_decide_fault_stack(pg_stack_t *out,
   }
   out->tid = pg_thread_number();
   out->depth = 0;
+  out->flags = PG_STACK_EXACT_PC0; /* buf[start] is the faulting instruction, not a return */
   for (int i = start; i < n && out->depth < PG_STACK_MAX; i++) out->pc[out->depth++] = buf[i];
 }
 

@@ -240,3 +240,65 @@ Test(suppress_file, parse_keeps_every_rule) {
   pg_supp_free(&s);
   cr_assert_eq(s.n, 0);
 }
+
+/* ---- exact pcs (issue 9, defect 5) -------------------------------------------------------------
+ * A guard fault's pc is the faulting instruction, not a return address. Symbolized as a return
+ * address (pc - 1), a fault on a function's first instruction named the function before it, and
+ * a suppression written for the right function missed. */
+#include "../e2e/fault_pc.h"
+
+static pg_stack_t one_frame(void *pc, unsigned flags) {
+  pg_stack_t st;
+  memset(&st, 0, sizeof st);
+  st.depth = 1;
+  st.flags = (uint8_t)flags;
+  st.pc[0] = pc;
+  return st;
+}
+
+Test(suppress_exact_pc, a_fault_on_a_first_byte_names_that_function) {
+  pg_stack_t st = one_frame((void *)fault_first_byte_load, PG_STACK_EXACT_PC0);
+  static pg_symstack_t sym;
+  for (int a2l = 0; a2l < 2; a2l++) {
+    pg_symbolize_stack(&st, 1, a2l, &sym);
+    cr_assert_eq(sym.depth, 1);
+    cr_assert_str_eq(sym.f[0].function, "fault_first_byte_load", "addr2line=%d", a2l);
+    cr_assert_eq(sym.f[0].pc, (void *)fault_first_byte_load, "the pc itself is printed");
+  }
+  pg_symbolize_shutdown();
+}
+
+Test(suppress_exact_pc, a_return_address_is_looked_up_inside_its_call) {
+  /* The same address as a return address: the call that returns there is the neighbour's last
+   * instruction, so the neighbour is the calling function. */
+  pg_stack_t st = one_frame((void *)fault_first_byte_load, 0);
+  static pg_symstack_t sym;
+  pg_symbolize_stack(&st, 1, false, &sym);
+  cr_assert_str_eq(sym.f[0].function, "fault_neighbour_before");
+  /* Only frame 0 is exact: deeper frames of a fault stack are return addresses. */
+  st = one_frame((void *)fault_first_byte_load, PG_STACK_EXACT_PC0);
+  st.depth = 2;
+  st.pc[1] = (void *)fault_first_byte_load;
+  pg_symbolize_stack(&st, 2, false, &sym);
+  cr_assert_str_eq(sym.f[0].function, "fault_first_byte_load");
+  cr_assert_str_eq(sym.f[1].function, "fault_neighbour_before");
+}
+
+Test(suppress_exact_pc, suppression_by_function_matches_the_faulting_frame) {
+  char dir[128], path[200], opts[512];
+  tp_tmpdir(dir);
+  snprintf(path, sizeof path, "%s/rules", dir);
+  FILE *f = fopen(path, "w");
+  fprintf(f, "cpu-read-during-device-write:^fault_neighbour_before$\n"
+             "cpu-read-during-device-write:^fault_first_byte_load$\n");
+  fclose(f);
+  snprintf(opts, sizeof opts, "suppressions=%s:log_path=%s/log", path, dir);
+  pg_policy_configure(NULL, opts);
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_CPU_READ_DURING_DEVICE_WRITE);
+  t.access = one_frame((void *)fault_first_byte_load, PG_STACK_EXACT_PC0);
+  t.r.flags |= PG_REPORT_FROM_SIGNAL; /* as a guard fault: dladdr and the symbol table only */
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_SUPPRESSED);
+  cr_assert_eq(pg_policy_suppression_hits(0), 0, "the neighbour's rule must not match");
+  cr_assert_eq(pg_policy_suppression_hits(1), 1);
+}
