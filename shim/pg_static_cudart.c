@@ -76,6 +76,22 @@ static bool find_rodata(const char *path, uintptr_t *addr, size_t *size) {
   return found;
 }
 
+/* Whether the signature occurs in [p, p + n), by Horspool's skip (about n / 12 steps). Another
+ * object's read-only data is read here without libc: a sanitizer runtime's memmem interceptor
+ * checks the whole range, and an instrumented object has redzones between its globals. */
+__attribute__((no_sanitize_address)) static bool has_signature(const char *p, size_t n) {
+  enum { K = sizeof signature - 1 };
+  size_t skip[256];
+  for (int c = 0; c < 256; c++) skip[c] = K;
+  for (size_t j = 0; j + 1 < K; j++) skip[(unsigned char)signature[j]] = K - 1 - j;
+  for (size_t i = 0; i + K <= n; i += skip[(unsigned char)p[i + K - 1]]) {
+    size_t j = K;
+    while (j > 0 && p[i + j - 1] == signature[j - 1]) j--;
+    if (j == 0) return true;
+  }
+  return false;
+}
+
 /* True when [lo, lo + n) lies inside one readable loaded segment of the object. */
 static bool loaded(const struct dl_phdr_info *info, uintptr_t lo, size_t n) {
   for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -130,7 +146,7 @@ static int check_object(struct dl_phdr_info *info, size_t size, void *data) {
   if (!find_rodata(path, &addr, &len) || len < sizeof signature) return 0;
   uintptr_t lo = info->dlpi_addr + addr;
   if (!loaded(info, lo, len)) return 0;
-  if (memmem((const void *)lo, len, signature, sizeof signature - 1))
+  if (has_signature((const char *)lo, len))
     pg_shim_warn("%s contains a statically linked CUDA runtime (libcudart_static.a, nvcc's "
                  "default): its CUDA calls do not go through libcudart.so, so pinguard cannot "
                  "see or check them; link it with the shared runtime (nvcc -cudart shared)",
