@@ -54,7 +54,9 @@ static unsigned walk_frames(uintptr_t fp, void **pc, unsigned n, unsigned max, u
     if (fp < t_stack_lo || fp + 2 * sizeof(void *) > t_stack_hi) break;
     const uintptr_t *frame = (const uintptr_t *)fp;
     uintptr_t ret = frame[1], next = frame[0];
-    if (ret < 4096) break;
+    /* A "return address" inside the stack is data: the frame was not a real one (code built
+     * without frame pointers keeps other values in rbp). */
+    if (ret < 4096 || (ret >= t_stack_lo && ret < t_stack_hi)) break;
     if (skip) skip--;
     else pc[n++] = (void *)ret;
     if (next <= fp) break;
