@@ -141,8 +141,8 @@ static int check_object(struct dl_phdr_info *info, size_t size, void *data) {
     memcpy(path, info->dlpi_name, n + 1);
   }
   if (skipped_name(path)) return 0;
-  uintptr_t addr;
-  size_t len;
+  uintptr_t addr = 0;
+  size_t len = 0;
   if (!find_rodata(path, &addr, &len) || len < sizeof signature) return 0;
   uintptr_t lo = info->dlpi_addr + addr;
   if (!loaded(info, lo, len)) return 0;
