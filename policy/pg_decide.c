@@ -166,6 +166,12 @@ static int settle(pg_report_kind_t kind, const probe_t *q, const char *access_wh
                PG_ACTION_NOT_WAITED_CAPTURE, 0, flags);
       return (int)total;
     }
+    if (pg_hb_in_hostfn()) {
+      if (!silent)
+        report(kind, q->p, q->n, access_what, st, found, have, total, PG_ACTION_NOT_WAITED_HOSTFN,
+               0, flags);
+      return (int)total;
+    }
     /* Keep the first batch for the report; wait on copies of later ones. */
     pg_access_t first[PG_REPORT_MAX_GPU];
     size_t kept = have < PG_REPORT_MAX_GPU ? have : PG_REPORT_MAX_GPU;
@@ -245,20 +251,29 @@ void pg_decide_pinned(void *p, size_t n, pg_pin_how_t how, unsigned flags, const
   pg_stat_inc(PG_STAT_REGIONS_PINNED);
 }
 
-void pg_decide_before_unpin(void *p, bool is_free, const pg_stack_t *st) {
+void pg_decide_unpin_begin(void *p, bool is_free, const pg_stack_t *st, pg_unpin_t *saved) {
+  saved->had_region = false;
   pg_region_t reg;
   if (!pg_region_find(p, &reg) || reg.base != (uintptr_t)p) return;
   pg_access_t found[MAX_FOUND];
   probe_t q = {.kind = PROBE_ANY, .p = p, .n = reg.size};
   settle(is_free ? PG_KIND_FREE_DURING_DEVICE_ACCESS : PG_KIND_UNREGISTER_DURING_DEVICE_ACCESS, &q,
          is_free ? "cudaFreeHost" : "cudaHostUnregister", st, found, MAX_FOUND, false, 0);
-  /* Accesses still in flight (audit lets the call go on) must not guard these pages any more:
-   * a freed range may be mapped again by anyone, an unregistered one is the program's again.
-   * Done before the real call, so that no retirement can mprotect a range already reused. */
+  /* The region goes first (its accesses still in flight, which audit lets through, are dropped
+   * from the index and will retire without touching guard counts), then its pages are opened:
+   * a freed range may be mapped again by anyone, an unregistered one is the program's again. */
+  saved->had_region =
+      pg_region_remove_keep_stack(p, &saved->region, &saved->stack) == 1;
   pg_guard_forget(reg.base, reg.base + reg.size, false);
 }
 
-void pg_decide_unpinned(void *p) { pg_region_remove(p, NULL); }
+void pg_decide_unpin_end(const pg_unpin_t *saved, bool succeeded) {
+  if (succeeded || !saved->had_region) return;
+  /* The runtime kept the memory: so does pinguard (with a new id; accesses it dropped are not
+   * tracked again, which can only hide a report). */
+  const pg_region_t *r = &saved->region;
+  pg_region_add((const void *)r->base, r->size, r->how, r->flags, &saved->stack);
+}
 
 /* ---- asynchronous operations --------------------------------------------------------------- */
 /* Keeps the spans that lie in pinned memory; a kernel span of length 0 runs to its region's end. */
@@ -432,6 +447,34 @@ __attribute__((no_sanitize_address)) void pg_decide_fault_stack(pg_stack_t *out,
   for (int i = start; i < n && out->depth < PG_STACK_MAX; i++) out->pc[out->depth++] = buf[i];
 }
 
+/* ---- host functions ------------------------------------------------------------------------ */
+/* The pages a running host function was let through, protected again when it returns. */
+static __thread uintptr_t hostfn_open_lo, hostfn_open_hi;
+
+static void note_opened(uintptr_t lo, uintptr_t hi) {
+  if (!pg_hb_in_hostfn()) return;
+  if (hostfn_open_hi == 0 || lo < hostfn_open_lo) hostfn_open_lo = lo;
+  if (hi > hostfn_open_hi) hostfn_open_hi = hi;
+}
+
+bool pg_decide_capturing(cudaStream_t s) { return stream_capturing(s); }
+
+cudaError_t pg_decide_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *), void *arg,
+                                     pg_hostfn_pos_t *pos) {
+  return pg_hb_hostfn_enqueue(s, enqueue, arg, pos);
+}
+
+void pg_decide_hostfn_enter(const pg_hostfn_pos_t *pos) {
+  hostfn_open_lo = hostfn_open_hi = 0;
+  pg_hb_hostfn_enter(pos);
+}
+
+void pg_decide_hostfn_leave(void) {
+  pg_hb_hostfn_leave();
+  if (hostfn_open_hi) pg_guard_rearm(hostfn_open_lo, hostfn_open_hi);
+  hostfn_open_lo = hostfn_open_hi = 0;
+}
+
 void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *st) {
   static uintptr_t page_size;
   if (!page_size) page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -447,13 +490,26 @@ void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *st) {
   int total = settle(kind, &q, is_write ? "CPU write" : "CPU read", st, found, FAULT_FOUND, false,
                      PG_REPORT_FROM_SIGNAL);
   if (total > 0) pg_stat_inc(PG_STAT_GUARD_FAULTS);
+  /* Audit let the access through: the GPU accesses it conflicted with stop guarding their pages
+   * (until they retire), as if enforce had waited for them. One memcpy across a guarded buffer
+   * is one CPU access, so it makes one report, not one per page it goes on to touch. */
+  if (total > 0 && (!enforcing() || pg_hb_in_hostfn())) {
+    size_t have = (size_t)total < FAULT_FOUND ? (size_t)total : FAULT_FOUND;
+    for (size_t i = 0; i < have; i++) {
+      pg_guard_release(found[i].lo, found[i].hi);
+      note_opened(found[i].lo, found[i].hi);
+    }
+  }
   /* Whatever happened (waited, reported, or the access had already completed: a benign fault
    * that costs this one query), the instruction must be able to run when retried. Completed
    * accesses still counted on the page retire now, which unprotects it; only what stays in flight
    * without conflicting (a device read under a CPU read) keeps its protection. */
   if (total == 0) pg_tracker_retire();
   pg_guard_refresh(page);
-  if (!pg_guard_page_allows(page, is_write)) pg_guard_release(page, page + page_size);
+  if (!pg_guard_page_allows(page, is_write)) {
+    pg_guard_release(page, page + page_size);
+    note_opened(page, page + page_size);
+  }
 }
 
 void pg_decide_syscall(const void *p, size_t n, bool kernel_writes, const char *call,
@@ -466,7 +522,10 @@ void pg_decide_syscall(const void *p, size_t n, bool kernel_writes, const char *
          &q, call, st, found, MAX_FOUND, false, 0);
   /* The kernel meets no fault handler: a page still guarded would make the call fail with
    * EFAULT. Let the CPU through for the rest of the pending accesses. */
-  if (pg_guard_enabled()) pg_guard_release((uintptr_t)p, (uintptr_t)p + n);
+  if (pg_guard_enabled()) {
+    pg_guard_release((uintptr_t)p, (uintptr_t)p + n);
+    note_opened((uintptr_t)p, (uintptr_t)p + n);
+  }
 }
 
 /* ---- annotations --------------------------------------------------------------------------- */

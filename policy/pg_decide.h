@@ -53,11 +53,18 @@ void pg_decide_atfork_child(void);
 
 /* ---- pinning ------------------------------------------------------------------------------ */
 void pg_decide_pinned(void *p, size_t n, pg_pin_how_t how, unsigned flags, const pg_stack_t *st);
-/* Before cudaFreeHost / cudaHostUnregister: waits (enforce) or reports (audit) for every
- * in-flight access to the region that starts at p. */
-void pg_decide_before_unpin(void *p, bool is_free, const pg_stack_t *st);
-/* After a successful cudaFreeHost / cudaHostUnregister. */
-void pg_decide_unpinned(void *p);
+/* Unpinning (cudaFreeHost / cudaHostUnregister) comes in two halves around the real call. The
+ * first waits (enforce) or reports (audit) for every in-flight access to the region that starts
+ * at p, then ends the region's bookkeeping *before* the real call: once the runtime has let the
+ * memory go, another thread may be handed the same address and pin it, and no late step may then
+ * touch the new region. The second puts the region back if the real call failed. */
+typedef struct pg_unpin {
+  bool had_region;
+  pg_region_t region;
+  pg_stack_t stack;
+} pg_unpin_t;
+void pg_decide_unpin_begin(void *p, bool is_free, const pg_stack_t *st, pg_unpin_t *saved);
+void pg_decide_unpin_end(const pg_unpin_t *saved, bool succeeded);
 
 /* ---- asynchronous operations --------------------------------------------------------------- */
 /* Before the real call: keeps only the spans that lie in pinned memory, then checks them against
@@ -102,6 +109,20 @@ void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *cpu_st
  * (it would return EFAULT rather than fault). `call` names it in reports, e.g. "write(2)". */
 void pg_decide_syscall(const void *p, size_t n, bool kernel_writes, const char *call,
                        const pg_stack_t *st);
+
+/* ---- host functions ---------------------------------------------------------------------- */
+/* Whether s is capturing: a host function captured into a graph runs at every launch, so the
+ * shim leaves it as it is. */
+bool pg_decide_capturing(cudaStream_t s);
+/* Enqueues a host function (enqueue(arg) is the real call) at a known position in its stream. */
+cudaError_t pg_decide_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *), void *arg,
+                                     pg_hostfn_pos_t *pos);
+/* Around the host function, on the thread that runs it. Its CPU accesses are checked against
+ * the GPU work its stream does not order after it; nothing waits inside it (CUDA forbids it, and
+ * the work it would wait for may be queued behind it); pages it was let through are protected
+ * again when it returns, before the stream's later work can start. */
+void pg_decide_hostfn_enter(const pg_hostfn_pos_t *pos);
+void pg_decide_hostfn_leave(void);
 
 /* ---- annotations (include/pinguard.h) ------------------------------------------------------ */
 typedef enum pg_annotation { PG_ANN_RELEASE, PG_ANN_COMMIT, PG_ANN_WAIT } pg_annotation_t;

@@ -2,11 +2,16 @@
  * calls that follow from them. Pages are grouped in 2 MiB granules, hashed into striped locks, so
  * guarding two buffers never contends on one process-wide lock.
  *
+ * Granules are never freed, and they are found through one open-addressed table that readers
+ * search without a lock: the fault handler's first question ("is this fault ours?") must be
+ * answerable on a tiny alternate signal stack, before it knows whether the interrupted stack is
+ * healthy (pg_guard_claims).
+ *
  * Why the fault handler may call into this file: the handler only runs for a fault on a page
  * this file protected, and no code in pinguard touches a guarded page while it holds a stripe
  * lock, so the faulting thread never already holds the lock it takes here. Nothing here
- * allocates on the handler's paths (pg_guard_owns, pg_guard_release, pg_guard_refresh only look
- * granules up; only pg_guard_on_begin creates them). */
+ * allocates on the handler's paths (pg_guard_claims, pg_guard_owns, pg_guard_release,
+ * pg_guard_refresh only look granules up; only pg_guard_on_begin creates them). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -15,9 +20,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-#define HASH_NONFATAL_OOM 1
-#include <uthash.h>
 
 #include "pg_guard.h"
 #include "pg_stats.h"
@@ -29,20 +31,28 @@
 enum { PROT_STATE_RW = 0, PROT_STATE_READ = 1, PROT_STATE_NONE = 2 };
 
 typedef struct granule {
-  uintptr_t index;                 /* address / (page size * GRANULE_PAGES): the hash key */
+  uintptr_t index;                 /* address / (page size * GRANULE_PAGES): the table key */
   uint16_t reads[GRANULE_PAGES];   /* in-flight device reads covering the page */
   uint16_t writes[GRANULE_PAGES];  /* in-flight device writes or unknown-direction accesses */
   uint8_t released[GRANULE_PAGES]; /* CPU let through until the counts drop to zero */
-  uint8_t prot[GRANULE_PAGES];     /* the protection this file last applied */
-  UT_hash_handle hh;
+  /* The protection this file last applied, and whether it ever protected the page. Written
+   * under the stripe lock, read without it by pg_guard_claims (hence the atomic accesses). */
+  uint8_t prot[GRANULE_PAGES];
+  uint8_t ever[GRANULE_PAGES];
 } granule_t;
 
 typedef struct stripe {
   pthread_mutex_t mu;
-  granule_t *table;
 } stripe_t;
 
 static stripe_t stripes[STRIPES];
+
+/* Every granule ever created, by index: linear probing, insert-only (a granule lives for the
+ * process), so a reader needs no lock. 2^16 granules of 2 MiB cover 128 GiB of guarded memory;
+ * past that, new pages are simply not guarded. */
+#define GTAB_BITS 16
+#define GTAB_SIZE ((size_t)1 << GTAB_BITS)
+static _Atomic(granule_t *) gtab[GTAB_SIZE];
 static atomic_bool enabled;
 static size_t min_bytes;
 static uintptr_t page_size;
@@ -79,10 +89,40 @@ pg_guard_kind_t pg_guard_kind_of(pg_pin_how_t how, unsigned region_flags) {
 static uintptr_t granule_bytes(void) { return page_size * GRANULE_PAGES; }
 static stripe_t *stripe_of(uintptr_t index) { return &stripes[(index * 0x9E3779B1u) % STRIPES]; }
 
-static granule_t *granule_find(stripe_t *st, uintptr_t index) {
-  granule_t *g = NULL;
-  HASH_FIND(hh, st->table, &index, sizeof index, g);
-  return g;
+static size_t gtab_slot(uintptr_t index) {
+  return (size_t)((index * 0x9E3779B97F4A7C15ull) >> (64 - GTAB_BITS));
+}
+
+/* Lock-free: safe from the fault handler, on any stack. */
+static granule_t *granule_find(uintptr_t index) {
+  for (size_t i = gtab_slot(index), probes = 0; probes < GTAB_SIZE;
+       i = (i + 1) & (GTAB_SIZE - 1), probes++) {
+    granule_t *g = atomic_load_explicit(&gtab[i], memory_order_acquire);
+    if (!g) return NULL;
+    if (g->index == index) return g;
+  }
+  return NULL;
+}
+
+/* Under the granule's stripe lock, so no other thread creates the same index; threads creating
+ * other indexes may race for a slot, hence the compare-and-swap. */
+static granule_t *granule_create(uintptr_t index) {
+  granule_t *g = calloc(1, sizeof *g);
+  if (!g) return NULL;
+  g->index = index;
+  for (size_t i = gtab_slot(index), probes = 0; probes < GTAB_SIZE;
+       i = (i + 1) & (GTAB_SIZE - 1), probes++) {
+    granule_t *empty = NULL;
+    if (atomic_compare_exchange_strong_explicit(&gtab[i], &empty, g, memory_order_release,
+                                                memory_order_relaxed))
+      return g;
+  }
+  free(g); /* table full: these pages go unguarded */
+  return NULL;
+}
+
+static uint8_t prot_of(const granule_t *g, size_t i) {
+  return __atomic_load_n(&g->prot[i], __ATOMIC_RELAXED);
 }
 
 static int desired(const granule_t *g, size_t i) {
@@ -98,6 +138,16 @@ static int prot_bits(int state) {
                                     : PROT_READ | PROT_WRITE;
 }
 
+/* Records the protection now applied to pages [first, last). `ever` is set before `prot`, so a
+ * lock-free reader that sees a page protected also sees that it was protected once. */
+static void set_prot(granule_t *g, size_t first, size_t last, int state) {
+  for (size_t k = first; k < last; k++) {
+    if (state != PROT_STATE_RW) __atomic_store_n(&g->ever[k], 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&g->prot[k], (uint8_t)state, __ATOMIC_RELEASE);
+  }
+  if (state != PROT_STATE_RW) pg_stat_inc(PG_STAT_GUARD_PROTECTS);
+}
+
 /* Applies the desired protection to pages [first, last) of g, one mprotect per run of pages
  * that need the same change. Stripe lock held. */
 static void apply(granule_t *g, size_t first, size_t last) {
@@ -105,16 +155,14 @@ static void apply(granule_t *g, size_t first, size_t last) {
   size_t i = first;
   while (i < last) {
     int want = desired(g, i);
-    if (want == g->prot[i]) {
+    if (want == prot_of(g, i)) {
       i++;
       continue;
     }
     size_t j = i + 1;
-    while (j < last && desired(g, j) == want && g->prot[j] != want) j++;
-    if (mprotect((void *)(base + i * page_size), (j - i) * page_size, prot_bits(want)) == 0) {
-      memset(&g->prot[i], want, j - i);
-      if (want != PROT_STATE_RW) pg_stat_inc(PG_STAT_GUARD_PROTECTS);
-    }
+    while (j < last && desired(g, j) == want && prot_of(g, j) != want) j++;
+    if (mprotect((void *)(base + i * page_size), (j - i) * page_size, prot_bits(want)) == 0)
+      set_prot(g, i, j, want);
     i = j;
   }
 }
@@ -133,14 +181,8 @@ static void for_pages(uintptr_t lo, uintptr_t hi, bool create, piece_fn fn, void
     uintptr_t end = phi < gend ? phi : gend;
     stripe_t *st = stripe_of(index);
     pthread_mutex_lock(&st->mu);
-    granule_t *g = granule_find(st, index);
-    if (!g && create) {
-      g = calloc(1, sizeof *g);
-      if (g) {
-        g->index = index;
-        HASH_ADD(hh, st->table, index, sizeof g->index, g);
-      }
-    }
+    granule_t *g = granule_find(index);
+    if (!g && create) g = granule_create(index);
     if (g) fn(g, (a - index * gb) / page_size, (end - index * gb) / page_size, arg);
     pthread_mutex_unlock(&st->mu);
     a = end;
@@ -204,36 +246,44 @@ static bool worth_guarding(uintptr_t lo, uintptr_t hi, pg_region_t *reg) {
          reg->size >= min_bytes;
 }
 
-void pg_guard_on_begin(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx) {
+bool pg_guard_on_begin(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx) {
   (void)ctx;
   pg_region_t reg;
-  if (!worth_guarding(lo, hi, &reg) || !kind_usable(&reg, lo, hi)) return;
+  if (!worth_guarding(lo, hi, &reg) || !kind_usable(&reg, lo, hi)) return false;
   count_arg_t c = {dir, +1};
   for_pages(lo, hi, true, count_piece, &c);
+  return true;
 }
 
+/* Called only for pieces pg_guard_on_begin counted, and only while their region lives (the
+ * tracker's contract): a region's removal forgets its pages instead (pg_guard_forget), so a
+ * stale retirement never takes counts from a new region at the same address. */
 void pg_guard_on_retire(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx) {
   (void)ctx;
-  /* Mirrors the begin: the threshold and the kind's probe result never change once known. A
-   * region already unpinned was forgotten (pg_guard_forget) and is skipped here, so a stale
-   * retirement never takes counts from a new region at the same address. */
-  pg_region_t reg;
-  if (!worth_guarding(lo, hi, &reg)) return;
-  pg_guard_kind_t k = pg_guard_kind_of(reg.how, reg.flags);
-  if (atomic_load_explicit(&kind_state[k], memory_order_acquire) <= 0) return;
   count_arg_t c = {dir, -1};
   for_pages(lo, hi, false, count_piece, &c);
 }
 
 /* ---- the fault handler's helpers (no allocation) ------------------------------------------- */
+pg_guard_claim_t pg_guard_claims(uintptr_t addr) {
+  if (!pg_guard_enabled() || !page_size) return PG_GUARD_NOT_OURS;
+  uintptr_t index = addr / granule_bytes();
+  size_t i = (addr % granule_bytes()) / page_size;
+  granule_t *g = granule_find(index);
+  if (!g) return PG_GUARD_NOT_OURS;
+  if (__atomic_load_n(&g->prot[i], __ATOMIC_ACQUIRE) != PROT_STATE_RW) return PG_GUARD_PROTECTED;
+  return __atomic_load_n(&g->ever[i], __ATOMIC_RELAXED) ? PG_GUARD_WAS_PROTECTED
+                                                        : PG_GUARD_NOT_OURS;
+}
+
 bool pg_guard_owns(uintptr_t addr) {
   if (!pg_guard_enabled()) return false;
   uintptr_t index = addr / granule_bytes();
   size_t i = (addr % granule_bytes()) / page_size;
   stripe_t *st = stripe_of(index);
   pthread_mutex_lock(&st->mu);
-  granule_t *g = granule_find(st, index);
-  bool ours = g && (g->prot[i] != PROT_STATE_RW || g->reads[i] || g->writes[i]);
+  granule_t *g = granule_find(index);
+  bool ours = g && (prot_of(g, i) != PROT_STATE_RW || g->reads[i] || g->writes[i]);
   pthread_mutex_unlock(&st->mu);
   return ours;
 }
@@ -244,8 +294,8 @@ bool pg_guard_page_allows(uintptr_t addr, bool is_write) {
   size_t i = (addr % granule_bytes()) / page_size;
   stripe_t *st = stripe_of(index);
   pthread_mutex_lock(&st->mu);
-  granule_t *g = granule_find(st, index);
-  int prot = g ? g->prot[i] : PROT_STATE_RW;
+  granule_t *g = granule_find(index);
+  int prot = g ? prot_of(g, i) : PROT_STATE_RW;
   pthread_mutex_unlock(&st->mu);
   return prot == PROT_STATE_RW || (prot == PROT_STATE_READ && !is_write);
 }
@@ -263,6 +313,19 @@ void pg_guard_release(uintptr_t lo, uintptr_t hi) {
   uintptr_t plo = lo & ~(page_size - 1);
   uintptr_t phi = (hi + page_size - 1) & ~(page_size - 1);
   for_pages(plo, phi, false, release_piece, NULL);
+}
+
+static void rearm_piece(granule_t *g, size_t first, size_t last, void *arg) {
+  (void)arg;
+  memset(&g->released[first], 0, last - first);
+  apply(g, first, last);
+}
+
+void pg_guard_rearm(uintptr_t lo, uintptr_t hi) {
+  if (!pg_guard_enabled() || hi <= lo) return;
+  uintptr_t plo = lo & ~(page_size - 1);
+  uintptr_t phi = (hi + page_size - 1) & ~(page_size - 1);
+  for_pages(plo, phi, false, rearm_piece, NULL);
 }
 
 static void refresh_piece(granule_t *g, size_t first, size_t last, void *arg) {
@@ -284,7 +347,7 @@ static void forget_piece(granule_t *g, size_t first, size_t last, void *arg) {
     g->released[i] = 0;
   }
   if (unmapped)
-    memset(&g->prot[first], PROT_STATE_RW, last - first); /* the mapping is gone with its bits */
+    set_prot(g, first, last, PROT_STATE_RW); /* the mapping is gone with its bits */
   else
     apply(g, first, last);
 }
@@ -305,14 +368,13 @@ void pg_guard_atfork_parent(void) {
 
 void pg_guard_atfork_child(void) {
   /* The child inherited the protections but has no GPU work in flight: open every page. */
-  for (int s = 0; s < STRIPES; s++) {
-    granule_t *g, *tmp;
-    HASH_ITER(hh, stripes[s].table, g, tmp) {
-      memset(g->reads, 0, sizeof g->reads);
-      memset(g->writes, 0, sizeof g->writes);
-      memset(g->released, 0, sizeof g->released);
-      apply(g, 0, GRANULE_PAGES);
-    }
+  for (size_t k = 0; k < GTAB_SIZE; k++) {
+    granule_t *g = atomic_load_explicit(&gtab[k], memory_order_acquire);
+    if (!g) continue;
+    memset(g->reads, 0, sizeof g->reads);
+    memset(g->writes, 0, sizeof g->writes);
+    memset(g->released, 0, sizeof g->released);
+    apply(g, 0, GRANULE_PAGES);
   }
   for (int i = STRIPES - 1; i >= 0; i--) pthread_mutex_unlock(&stripes[i].mu);
 }

@@ -24,9 +24,20 @@ typedef enum pg_guard_kind {
 void pg_guard_enable(size_t min_bytes);
 bool pg_guard_enabled(void);
 
-/* Tracker hooks: an access piece [lo, hi) began / retired. */
-void pg_guard_on_begin(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx);
+/* Tracker hooks: an access piece [lo, hi) began (true: its pages are counted) / retired. */
+bool pg_guard_on_begin(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx);
 void pg_guard_on_retire(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx);
+
+/* The fault handler's first question, answered without a lock or a deep stack (it may run on a
+ * tiny alternate signal stack): was the faulting page protected by pinguard? PROTECTED: it is
+ * now. WAS_PROTECTED: it was once and is open now (another thread may have unprotected it
+ * between the fault and this look: retrying the instruction is right). NOT_OURS: never. */
+typedef enum pg_guard_claim {
+  PG_GUARD_NOT_OURS,
+  PG_GUARD_PROTECTED,
+  PG_GUARD_WAS_PROTECTED,
+} pg_guard_claim_t;
+pg_guard_claim_t pg_guard_claims(uintptr_t addr);
 
 /* Is this page one pinguard may have protected (some access guards it, or it was released while
  * one still does)? Used by the fault handler to tell our faults from the program's own. */
@@ -39,6 +50,11 @@ bool pg_guard_page_allows(uintptr_t addr, bool is_write);
 /* Lets the CPU at [lo, hi) until the accesses guarding it retire: audit mode's "report, then
  * unprotect and retry", and the system-call checks (the kernel would return EFAULT). */
 void pg_guard_release(uintptr_t lo, uintptr_t hi);
+
+/* Undoes pg_guard_release on the whole pages of [lo, hi): the pages that accesses still guard are
+ * protected again (after a host function, which may touch pages that later work on its own
+ * stream will use, has returned). */
+void pg_guard_rearm(uintptr_t lo, uintptr_t hi);
 
 /* Re-applies the protection the counts call for on the page holding addr (after a wait retired
  * accesses, or a fault on an access that had already completed). */

@@ -60,6 +60,8 @@ typedef enum pg_action {
   PG_ACTION_NONE,            /* audit: reported, then the program continued */
   PG_ACTION_WAITED,          /* enforce: waited waited_ns for the conflicting access(es) */
   PG_ACTION_NOT_WAITED_CAPTURE, /* enforce, but the stream was capturing: no wait possible */
+  PG_ACTION_NOT_WAITED_HOSTFN,  /* enforce, but the access ran in a host function: CUDA forbids
+                                 * waiting there (and the wait could deadlock its stream) */
 } pg_action_t;
 
 /* Most in-flight accesses printed per report; the rest are counted ("and N more"). */

@@ -145,6 +145,12 @@ static void put_action_text(pg_buf_t *b, const pg_report_t *r) {
       pg_buf_puts(b, verb);
       pg_buf_puts(b, " went ahead\n");
       break;
+    case PG_ACTION_NOT_WAITED_HOSTFN:
+      pg_buf_puts(b, "  enforce: this ran inside a stream's host function, where no wait is "
+                     "possible; the ");
+      pg_buf_puts(b, verb);
+      pg_buf_puts(b, " went ahead\n");
+      break;
   }
 }
 
@@ -345,6 +351,7 @@ static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
   json_next_key(b, "action");
   pg_buf_json_str(b, r->action == PG_ACTION_WAITED               ? "waited"
                      : r->action == PG_ACTION_NOT_WAITED_CAPTURE ? "not-waited-capturing"
+                     : r->action == PG_ACTION_NOT_WAITED_HOSTFN  ? "not-waited-host-function"
                                                                  : "none");
   json_next_key(b, "waited_ms");
   pg_buf_ms_number(b, r->waited_ns);

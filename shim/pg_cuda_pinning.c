@@ -36,12 +36,13 @@ PG_INTERCEPT(cudaError_t, cudaHostRegister, void *p, size_t size, unsigned int f
   return err;
 }
 
-/* Free and unregister share one shape: check, forward, forget on success. */
+/* Free and unregister share one shape: check and forget, forward, remember again on failure. */
 static cudaError_t unpin(void *p, bool is_free, const pg_stack_t *st) {
   pg_guard_t g = pg_shim_enter();
-  pg_decide_before_unpin(p, is_free, st);
+  pg_unpin_t saved;
+  pg_decide_unpin_begin(p, is_free, st, &saved);
   cudaError_t err = is_free ? PG_FORWARD(cudaFreeHost, p) : PG_FORWARD(cudaHostUnregister, p);
-  if (err == cudaSuccess) pg_decide_unpinned(p);
+  pg_decide_unpin_end(&saved, err == cudaSuccess);
   pg_shim_leave(g);
   return err;
 }

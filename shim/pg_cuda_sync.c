@@ -1,6 +1,10 @@
 /* pg_cuda_sync.c: interceptors that order GPU work or tell the host it completed: events,
  * stream and device synchronization, stream destruction, capture and graph launches. Each one
  * forwards first and, on success, tells the tracker what the host now knows (happens-before). */
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
 #include "pg_intercept.h"
 #include "pg_shim.h"
 
@@ -94,15 +98,111 @@ PG_INTERCEPT(cudaError_t, cudaEventQuery, cudaEvent_t e) {
 PG_STREAM_WAIT_EVENT(cudaStreamWaitEvent, false)
 PG_STREAM_WAIT_EVENT(cudaStreamWaitEvent_ptsz, true)
 
-/* A host function runs on the stream after the work before it, but tells the host nothing by
- * itself; when the application learns of it through its own signal, pinguard's completion check
- * queries the accesses' events, which have completed by then. So it is forwarded untouched. */
-#define PG_LAUNCH_HOST_FUNC(name)                                                             \
-  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaHostFn_t fn, void *user) {               \
-    return PG_FORWARD(name, s, fn, user);                                                     \
+/* Host functions run CPU code in a stream's order: after the work before them, before the work
+ * after them. Each is enqueued through a trampoline that tells pinguard, on the thread running
+ * it, where in its stream it stands, so that its CPU accesses are judged by stream order (a
+ * host function may touch pages a later copy on its stream will write; enforce must never wait
+ * there, for that copy waits behind it). One record per call, freed by the trampoline. A host
+ * function captured into a graph runs at each launch of it, at no position known at capture
+ * time: its record is kept for the life of the process and has no position, which still keeps
+ * every wait and CUDA call out of it. */
+typedef struct hostfn_call {
+  cudaHostFn_t fn;                /* cudaLaunchHostFunc */
+  cudaStreamCallback_t callback;  /* or cudaStreamAddCallback */
+  void *user;
+  pg_hostfn_pos_t pos;
+  _Atomic bool ready;             /* pos is filled (the trampoline may start before that) */
+  bool captured;                  /* runs at each graph launch: never freed */
+} hostfn_call_t;
+
+static void run_hostfn(hostfn_call_t *c, cudaStream_t s, cudaError_t status) {
+  while (!atomic_load_explicit(&c->ready, memory_order_acquire)) sched_yield();
+  pg_guard_t g = pg_shim_enter();
+  pg_decide_hostfn_enter(&c->pos);
+  pg_shim_leave(g);
+  if (c->fn) c->fn(c->user);
+  else c->callback(s, status, c->user);
+  g = pg_shim_enter();
+  pg_decide_hostfn_leave();
+  pg_shim_leave(g);
+  if (!c->captured) free(c);
+}
+
+static void CUDART_CB hostfn_trampoline(void *arg) { run_hostfn(arg, NULL, cudaSuccess); }
+static void CUDART_CB callback_trampoline(cudaStream_t s, cudaError_t status, void *arg) {
+  run_hostfn(arg, s, status);
+}
+
+/* One enqueue: the real entry point, its arguments, and the record the trampoline gets (NULL:
+ * the application's own function is forwarded untouched). */
+typedef struct hostfn_enqueue {
+  cudaError_t (*real)(struct hostfn_enqueue *);
+  cudaStream_t stream;
+  unsigned flags;
+  cudaHostFn_t call_fn;
+  cudaStreamCallback_t call_cb;
+  void *call_user;
+  hostfn_call_t *call;
+} hostfn_enqueue_t;
+
+static cudaError_t do_enqueue(void *arg) {
+  hostfn_enqueue_t *e = arg;
+  return e->real(e);
+}
+
+/* Wraps fn/callback and enqueues it with `real`; NULL fn and callback: forwarded as they are. */
+static cudaError_t enqueue_hostfn(hostfn_enqueue_t *e, cudaStream_t resolved, cudaHostFn_t fn,
+                                  cudaStreamCallback_t callback, void *user) {
+  hostfn_call_t *c;
+  if ((!fn && !callback) || !pg_shim_active() || !(c = calloc(1, sizeof *c))) {
+    e->call = NULL;
+    return e->real(e);
   }
-PG_LAUNCH_HOST_FUNC(cudaLaunchHostFunc)
-PG_LAUNCH_HOST_FUNC(cudaLaunchHostFunc_ptsz)
+  *c = (hostfn_call_t){.fn = fn, .callback = callback, .user = user};
+  e->call = c;
+  if (pg_decide_capturing(resolved)) {
+    c->captured = true;
+    atomic_store_explicit(&c->ready, true, memory_order_release);
+    cudaError_t err = e->real(e);
+    if (err != cudaSuccess) free(c);
+    return err;
+  }
+  pg_guard_t g = pg_shim_enter();
+  cudaError_t err = pg_decide_hostfn_enqueue(resolved, do_enqueue, e, &c->pos);
+  pg_shim_leave(g);
+  if (err != cudaSuccess) {
+    free(c);
+    return err;
+  }
+  atomic_store_explicit(&c->ready, true, memory_order_release);
+  return err;
+}
+
+#define PG_LAUNCH_HOST_FUNC(name, ptsz)                                                       \
+  static cudaError_t real_##name(hostfn_enqueue_t *e) {                                       \
+    if (!e->call) return PG_FORWARD(name, e->stream, e->call_fn, e->call_user);              \
+    return PG_FORWARD(name, e->stream, hostfn_trampoline, e->call);                           \
+  }                                                                                           \
+  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaHostFn_t fn, void *user) {               \
+    hostfn_enqueue_t e = {.real = real_##name, .stream = s, .call_fn = fn, .call_user = user}; \
+    return enqueue_hostfn(&e, pg_stream_of(s, ptsz), fn, NULL, user);                         \
+  }
+PG_LAUNCH_HOST_FUNC(cudaLaunchHostFunc, false)
+PG_LAUNCH_HOST_FUNC(cudaLaunchHostFunc_ptsz, true)
+
+#define PG_ADD_CALLBACK(name, ptsz)                                                           \
+  static cudaError_t real_##name(hostfn_enqueue_t *e) {                                       \
+    if (!e->call) return PG_FORWARD(name, e->stream, e->call_cb, e->call_user, e->flags);    \
+    return PG_FORWARD(name, e->stream, callback_trampoline, e->call, e->flags);               \
+  }                                                                                           \
+  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaStreamCallback_t cb, void *user,         \
+               unsigned int flags) {                                                          \
+    hostfn_enqueue_t e = {.real = real_##name, .stream = s, .flags = flags, .call_cb = cb,    \
+                          .call_user = user};                                                 \
+    return enqueue_hostfn(&e, pg_stream_of(s, ptsz), NULL, cb, user);                         \
+  }
+PG_ADD_CALLBACK(cudaStreamAddCallback, false)
+PG_ADD_CALLBACK(cudaStreamAddCallback_ptsz, true)
 
 /* ---- capture and graphs -------------------------------------------------------------------- */
 #define PG_BEGIN_CAPTURE(name, ptsz)                                                          \

@@ -32,6 +32,7 @@ PG_DECLARE_PTSZ(cudaEventRecord);
 PG_DECLARE_PTSZ(cudaEventRecordWithFlags);
 PG_DECLARE_PTSZ(cudaStreamWaitEvent);
 PG_DECLARE_PTSZ(cudaLaunchHostFunc);
+PG_DECLARE_PTSZ(cudaStreamAddCallback);
 PG_DECLARE_PTSZ(cudaStreamBeginCapture);
 PG_DECLARE_PTSZ(cudaStreamEndCapture);
 PG_DECLARE_PTSZ(cudaStreamIsCapturing);

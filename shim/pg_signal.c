@@ -98,15 +98,37 @@ static void chain(int sig, siginfo_t *info, void *uctx) {
 typedef struct fault {
   siginfo_t *info;
   ucontext_t *uc;
-  bool handled; /* out: the fault was pinguard's and is settled */
+  pg_guard_claim_t claim; /* what the lock-free look said */
+  bool handled;           /* out: the fault was pinguard's and is settled */
 } fault_t;
+
+/* A fault on a page pinguard protected once but has opened since: another thread unprotected it
+ * between the fault and the handler's look, and the retried instruction will succeed. A page the
+ * program protects itself later faults for good, so the retries are counted per thread and per
+ * page, and the fault goes to the application after a few. */
+#define PG_STALE_RETRIES 3
+static __thread uintptr_t stale_page;
+static __thread unsigned stale_count;
+
+static bool retry_stale(uintptr_t addr) {
+  uintptr_t page = addr & ~(uintptr_t)4095;
+  if (page != stale_page) {
+    stale_page = page;
+    stale_count = 0;
+  }
+  return ++stale_count <= PG_STALE_RETRIES;
+}
 
 /* Decides whether the fault is pinguard's and settles it. backtrace() inside unwinds back through
  * on_fault (its frame-pointer-based CFA survives the stack switch) and the signal frame. */
 static void handle_fault(void *arg) {
   fault_t *f = arg;
   uintptr_t addr = (uintptr_t)f->info->si_addr;
-  if (!pg_guard_owns(addr)) return;
+  if (!pg_guard_owns(addr)) {
+    if (f->claim != PG_GUARD_NOT_OURS) f->handled = retry_stale(addr);
+    return;
+  }
+  stale_page = 0;
   pg_guard_t g = pg_shim_enter();
   pg_stack_t st;
   pg_decide_fault_stack(&st, (void *)f->uc->uc_mcontext.gregs[REG_RIP],
@@ -136,25 +158,26 @@ static bool on_alternate_stack(void) {
   return sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
 }
 
-/* A fault this close to the interrupted stack pointer is a stack overflow, never a guard page. */
-#define PG_STACK_FAULT_REACH ((uintptr_t)1 << 20)
-
 __attribute__((optimize("no-omit-frame-pointer"))) static void on_fault(int sig, siginfo_t *info,
                                                                         void *uctx) {
   int saved_errno = errno;
   ucontext_t *uc = uctx;
-  fault_t f = {.info = info, .uc = uc, .handled = false};
-  if (sig == SIGSEGV && info->si_code == SEGV_ACCERR) {
-    uintptr_t addr = (uintptr_t)info->si_addr;
+  fault_t f = {.info = info, .uc = uc, .claim = PG_GUARD_NOT_OURS, .handled = false};
+  /* Only a page pinguard protected can be pinguard's fault. A stack overflow faults in the
+   * thread's own guard area, which pinguard never protects, however close the pinned buffers
+   * lie to the stack: asking the page, not the distance to the stack pointer, tells them apart.
+   * The look takes no lock and little stack, so it is safe on the smallest alternate stack. */
+  if (sig == SIGSEGV && info->si_code == SEGV_ACCERR)
+    f.claim = pg_guard_claims((uintptr_t)info->si_addr);
+  if (f.claim != PG_GUARD_NOT_OURS) {
     uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-    bool near_stack = addr + PG_STACK_FAULT_REACH > sp && addr < sp + PG_STACK_FAULT_REACH;
-    if (!near_stack && on_alternate_stack()) {
+    if (on_alternate_stack()) {
       /* A program's alternate signal stack (Python's is 8 KiB) is too small for waiting and
-       * reporting, and under a sanitizer too small even to look the page up. A fault away from
-       * the stack pointer is an ordinary load or store, so the interrupted stack is healthy: the
-       * work moves there, below the interrupted code's 128-byte red zone. */
+       * reporting. The fault was an ordinary load or store to a pinned page, so the interrupted
+       * stack is healthy: the work moves there, below the interrupted code's 128-byte red
+       * zone. */
       run_on_stack((void *)((sp - 512) & ~(uintptr_t)15), handle_fault, &f);
-    } else if (!near_stack) {
+    } else {
       handle_fault(&f);
     }
   }

@@ -184,12 +184,14 @@ static void set_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, visit_fn f
   }
 }
 
-void pg_inflight_remove(pg_acc_t *a) {
+bool pg_inflight_remove(pg_acc_t *a) {
   pg_region_rec_t *r = a->region;
-  if (!r) return;
+  if (!r) return false;
   pthread_mutex_lock(&r->mu);
-  if (LD(r->gen) == a->region_gen) set_remove(r, a);
+  bool live = LD(r->gen) == a->region_gen;
+  if (live) set_remove(r, a);
   pthread_mutex_unlock(&r->mu);
+  return live;
 }
 
 void pg_inflight_clear_region(pg_region_rec_t *r) {
@@ -294,13 +296,20 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
     pg_region_rec_t *r = a->region;
     /* Before `inserted` is set: no thread can retire the piece (and call the retire hook) until
      * its begin hook returned, so a guard page is never protected after its unprotect. */
-    if (pg_hook_begin) pg_hook_begin(a->pub.lo, a->pub.hi, a->pub.dir, pg_hook_ctx);
+    a->hooked = pg_hook_begin && pg_hook_begin(a->pub.lo, a->pub.hi, a->pub.dir, pg_hook_ctx);
     pthread_mutex_lock(&r->mu);
     /* A region removed since the lookup (or out of memory): the access is not indexed, but it
      * still retires from its stream. */
-    if (LD(r->gen) != a->region_gen || !set_insert(r, a)) a->region = NULL;
+    bool indexed = LD(r->gen) == a->region_gen && set_insert(r, a);
+    if (!indexed) a->region = NULL;
     atomic_store_explicit(&a->inserted, true, memory_order_release);
     pthread_mutex_unlock(&r->mu);
+    /* Its region's removal may have forgotten the pages before the begin hook counted them:
+     * undo the count now, since no retirement will. */
+    if (!indexed && a->hooked) {
+      pg_hook_retire(a->pub.lo, a->pub.hi, a->pub.dir, pg_hook_ctx);
+      a->hooked = false;
+    }
   }
   if (poll) pg_stream_retire(st, 16); /* no sweeper thread: begins retire their own stream */
   return ok ? (int)ok : -1;
@@ -315,8 +324,14 @@ typedef struct collect {
   size_t cap, total;
 } collect_t;
 
+/* Inside a host function: an access ordered after it cannot have started. */
+static bool after_current_hostfn(const pg_acc_t *a) {
+  return pg_t_in_hostfn && pg_hb_after_hostfn(&pg_t_hostfn, a->pub.stream_id, a->pub.seq);
+}
+
 static void collect(pg_acc_t *a, void *ctx) {
   collect_t *c = ctx;
+  if (after_current_hostfn(a)) return;
   if (c->mode == 1 && !pg_dir_may_write(a->pub.dir)) return;
   if (c->mode == 2) {
     if (!pg_dir_may_write(a->pub.dir) && !pg_dir_may_write(c->dir)) return; /* read/read */

@@ -241,6 +241,10 @@ int pg_region_add(const void *base, size_t size, pg_pin_how_t how, unsigned flag
 }
 
 int pg_region_remove(const void *base, pg_region_t *out) {
+  return pg_region_remove_keep_stack(base, out, NULL);
+}
+
+int pg_region_remove_keep_stack(const void *base, pg_region_t *out, pg_stack_t *stack) {
   uintptr_t b = (uintptr_t)base;
   pthread_mutex_lock(&g_wmu);
   pg_region_rec_t *r = NULL;
@@ -259,6 +263,11 @@ int pg_region_remove(const void *base, pg_region_t *out) {
   uint64_t id = LD(r->id);
   ix_node_t *node = avl_find(b, id); /* exists: every indexed record is in the hash and back */
   if (out) fill_info(out, b, LD(node->end), r);
+  if (stack) {
+    pthread_mutex_lock(&r->mu);
+    *stack = r->stack;
+    pthread_mutex_unlock(&r->mu);
+  }
 
   write_begin();
   ix_node_t *gone = NULL;

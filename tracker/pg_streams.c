@@ -150,8 +150,54 @@ void pg_hb_stream_flags(cudaStream_t s, unsigned flags) {
   if (st) ST(st->blocking, !(flags & cudaStreamNonBlocking));
 }
 
+/* ---- host functions in flight ---------------------------------------------------------------
+ * A host function H at (stream X, seq h) orders after it whatever a stream enqueues once its
+ * clock's entry for X reached h. Clocks move by joins (event waits, the legacy stream's implicit
+ * ordering), so each join that carries some stream's entry past a pending host function's h
+ * notes, in H's record, from which of its own positions that stream is ordered after H. Host
+ * functions are rare: joins pay nothing while none is pending. */
+typedef struct pg_hostfn_after {
+  uint32_t stream_id;
+  uint64_t from_seq;   /* that stream's accesses from this position on come after H */
+} pg_hostfn_after_t;
+
+struct pg_hostfn_rec {
+  uint32_t stream_id;
+  uint64_t seq;
+  size_t n, cap;
+  pg_hostfn_after_t *after;
+  struct pg_hostfn_rec *next, **pprev;
+};
+
+static pthread_mutex_t g_hf_mu = PTHREAD_MUTEX_INITIALIZER; /* a leaf: taken under any other */
+static struct pg_hostfn_rec *g_hf_pending;
+static atomic_uint g_hf_count;
+
+/* st->mu held, before st's clock joins src (plain, or else atomic_src). */
+static void hostfn_note_join(pg_stream_t *st, const uint64_t *plain,
+                             const _Atomic uint64_t *atomic_src, unsigned n) {
+  if (!atomic_load_explicit(&g_hf_count, memory_order_acquire)) return;
+  pthread_mutex_lock(&g_hf_mu);
+  for (struct pg_hostfn_rec *h = g_hf_pending; h; h = h->next) {
+    uint32_t x = h->stream_id;
+    if (x >= n || x == st->id) continue;
+    uint64_t v = plain ? plain[x] : atomic_load_explicit(&atomic_src[x], memory_order_relaxed);
+    if (v < h->seq || LD(st->vc[x]) >= h->seq) continue; /* not crossed by this join */
+    if (h->n == h->cap) {
+      size_t cap = h->cap ? 2 * h->cap : 4;
+      pg_hostfn_after_t *p = realloc(h->after, cap * sizeof *p);
+      if (!p) continue; /* that stream's later work then counts as unordered: a report at most */
+      h->after = p;
+      h->cap = cap;
+    }
+    h->after[h->n++] = (pg_hostfn_after_t){st->id, LD(st->vc[st->id]) + 1};
+  }
+  pthread_mutex_unlock(&g_hf_mu);
+}
+
 /* ---- vector clocks -------------------------------------------------------------------------- */
 static void join_into(pg_stream_t *st, const _Atomic uint64_t *src, unsigned n) {
+  hostfn_note_join(st, NULL, src, n);
   for (unsigned i = 1; i < n; i++) {
     uint64_t v = LD(src[i]);
     if (v > LD(st->vc[i])) ST(st->vc[i], v);
@@ -188,6 +234,7 @@ void pg_host_learn(uint32_t id, uint64_t seq) {
 
 bool pg_acc_complete(const pg_acc_t *a) {
   if (LD(pg_host_clock[a->pub.stream_id]) >= a->pub.seq) return true;
+  if (pg_t_in_hostfn) return false; /* no CUDA call inside a host function */
   if (pg_ops.event_query(a->pub.event) != cudaSuccess) return false;
   pg_host_learn(a->pub.stream_id, a->pub.seq); /* a stream completes in order */
   return true;
@@ -263,8 +310,10 @@ void pg_stream_retire(pg_stream_t *st, size_t max) {
     if (!st->fifo_head) st->fifo_tail = NULL;
     pthread_mutex_unlock(&st->mu);
 
-    pg_inflight_remove(a);
-    if (pg_hook_retire) pg_hook_retire(a->pub.lo, a->pub.hi, a->pub.dir, pg_hook_ctx);
+    /* Only while its region lives: a removed region's pages were forgotten with it, and its
+     * address range may already belong to a new region whose counts are not this access's. */
+    if (pg_inflight_remove(a) && a->hooked)
+      pg_hook_retire(a->pub.lo, a->pub.hi, a->pub.dir, pg_hook_ctx);
     atomic_fetch_sub_explicit(&pg_inflight_total, 1, memory_order_relaxed);
 
     pthread_mutex_lock(&st->mu);
@@ -362,6 +411,7 @@ void pg_hb_stream_wait_event(cudaStream_t s, cudaEvent_t e) {
   if (!st) return;
   pthread_mutex_lock(&st->mu);
   pg_stream_legacy_sync(st);
+  hostfn_note_join(st, clock, NULL, n);
   for (unsigned i = 1; i < n; i++)
     if (clock[i] > LD(st->vc[i])) ST(st->vc[i], clock[i]);
   pg_stream_clock_changed(st);
@@ -426,6 +476,81 @@ void pg_hb_sync_done(int succeeded) {
   if (succeeded) host_learn_all(t_snap, n);
 }
 
+/* ---- host functions -------------------------------------------------------------------------- */
+__thread bool pg_t_in_hostfn;
+__thread pg_hostfn_pos_t pg_t_hostfn;
+
+cudaError_t pg_hb_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *), void *arg,
+                                 pg_hostfn_pos_t *pos) {
+  *pos = (pg_hostfn_pos_t){0, 0, NULL};
+  pg_stream_t *st = pg_stream_get(s);
+  struct pg_hostfn_rec *rec = st ? calloc(1, sizeof *rec) : NULL;
+  if (!rec) return enqueue(arg);
+  /* Under the lock that orders completion events too: an access recorded after this point gets
+   * a later sequence number, exactly as the runtime queues it after the host function. */
+  pthread_mutex_lock(&st->mu);
+  pg_stream_legacy_sync(st);
+  cudaError_t err = enqueue(arg);
+  if (err == cudaSuccess) {
+    uint64_t seq = LD(st->vc[st->id]) + 1;
+    ST(st->vc[st->id], seq);
+    pg_stream_clock_changed(st);
+    rec->stream_id = st->id;
+    rec->seq = seq;
+    /* Pending before the stream's lock is released: no event recorded after it can be waited
+     * on before the record is there to note it. */
+    pthread_mutex_lock(&g_hf_mu);
+    rec->next = g_hf_pending;
+    rec->pprev = &g_hf_pending;
+    if (g_hf_pending) g_hf_pending->pprev = &rec->next;
+    g_hf_pending = rec;
+    atomic_fetch_add_explicit(&g_hf_count, 1, memory_order_release);
+    pthread_mutex_unlock(&g_hf_mu);
+    *pos = (pg_hostfn_pos_t){st->id, seq, rec};
+  }
+  pthread_mutex_unlock(&st->mu);
+  if (err != cudaSuccess) free(rec);
+  return err;
+}
+
+bool pg_hb_after_hostfn(const pg_hostfn_pos_t *pos, uint32_t stream_id, uint64_t seq) {
+  if (!pos->stream_id) return false;
+  if (stream_id == pos->stream_id) return seq > pos->seq;
+  if (!pos->rec) return false;
+  bool after = false;
+  pthread_mutex_lock(&g_hf_mu);
+  for (size_t i = 0; i < pos->rec->n && !after; i++)
+    after = pos->rec->after[i].stream_id == stream_id && seq >= pos->rec->after[i].from_seq;
+  pthread_mutex_unlock(&g_hf_mu);
+  return after;
+}
+
+void pg_hb_hostfn_enter(const pg_hostfn_pos_t *pos) {
+  pg_t_hostfn = *pos;
+  pg_t_in_hostfn = true;
+  if (!pos->stream_id || pos->stream_id >= PG_MAX_STREAMS) return;
+  /* Everything before it on its stream has completed: the host knows, and it retires. */
+  pg_host_learn(pos->stream_id, pos->seq);
+  pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[pos->stream_id], memory_order_acquire);
+  if (st) pg_stream_retire(st, 0);
+}
+
+void pg_hb_hostfn_leave(void) {
+  struct pg_hostfn_rec *rec = pg_t_hostfn.rec;
+  pg_t_in_hostfn = false;
+  pg_t_hostfn = (pg_hostfn_pos_t){0, 0, NULL};
+  if (!rec) return;
+  pthread_mutex_lock(&g_hf_mu);
+  *rec->pprev = rec->next;
+  if (rec->next) rec->next->pprev = rec->pprev;
+  atomic_fetch_sub_explicit(&g_hf_count, 1, memory_order_release);
+  pthread_mutex_unlock(&g_hf_mu);
+  free(rec->after);
+  free(rec);
+}
+
+bool pg_hb_in_hostfn(void) { return pg_t_in_hostfn; }
+
 /* ---- fork ------------------------------------------------------------------------------------- */
 static void each_stream(void (*fn)(pg_stream_t *)) {
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
@@ -483,4 +608,17 @@ void pg_streams_atfork(int phase) {
 void pg_events_atfork(int phase) {
   if (phase == 0) pthread_mutex_lock(&g_ev_mu);
   else pthread_mutex_unlock(&g_ev_mu);
+}
+
+/* A leaf lock: taken last before fork, released first after. */
+void pg_hostfns_atfork(int phase) {
+  if (phase == 0) {
+    pthread_mutex_lock(&g_hf_mu);
+    return;
+  }
+  if (phase == 2) { /* the child runs none of the parent's host functions */
+    g_hf_pending = NULL;
+    atomic_store_explicit(&g_hf_count, 0, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&g_hf_mu);
 }

@@ -6,7 +6,8 @@
 #include "pg_tracker_internal.h"
 
 pg_cuda_ops_t pg_ops;
-pg_access_hook_fn pg_hook_begin, pg_hook_retire;
+pg_access_begin_fn pg_hook_begin;
+pg_access_hook_fn pg_hook_retire;
 void *pg_hook_ctx;
 atomic_size_t pg_inflight_total;
 __thread int pg_hash_oom;
@@ -19,7 +20,7 @@ int pg_tracker_init(const pg_cuda_ops_t *ops) {
   return 0;
 }
 
-void pg_tracker_set_hooks(pg_access_hook_fn on_begin, pg_access_hook_fn on_retire, void *ctx) {
+void pg_tracker_set_hooks(pg_access_begin_fn on_begin, pg_access_hook_fn on_retire, void *ctx) {
   pg_hook_ctx = ctx;
   pg_hook_begin = on_begin;
   pg_hook_retire = on_retire;
@@ -38,9 +39,11 @@ void pg_tracker_atfork_prepare(void) {
   pg_regions_lock_writer();
   pg_regions_for_each_rec(lock_rec);
   pg_streams_atfork(0);
+  pg_hostfns_atfork(0);
 }
 
 void pg_tracker_atfork_parent(void) {
+  pg_hostfns_atfork(1);
   pg_streams_atfork(1);
   pg_regions_for_each_rec(unlock_rec);
   pg_regions_unlock_writer();
@@ -49,6 +52,7 @@ void pg_tracker_atfork_parent(void) {
 }
 
 void pg_tracker_atfork_child(void) {
+  pg_hostfns_atfork(2);
   pg_regions_for_each_rec(reset_rec); /* before the streams free the access records */
   pg_streams_atfork(2);
   pg_regions_unlock_writer();

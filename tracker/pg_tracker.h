@@ -4,6 +4,7 @@
 #ifndef PG_TRACKER_H
 #define PG_TRACKER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cuda_runtime_api.h>
@@ -27,11 +28,15 @@ typedef struct pg_cuda_ops {
  * function is missing. */
 int pg_tracker_init(const pg_cuda_ops_t *ops);
 
-/* Guard-page hooks (optional, NULL to clear; set before tracking starts): called outside every
- * tracker lock when an access piece starts being tracked (before any thread can retire it) and
- * when it retires. */
+/* Guard-page hooks (optional, NULL to clear; set before tracking starts), called outside every
+ * tracker lock. on_begin runs when an access piece starts being tracked, before any thread can
+ * retire it, and says whether it counted the piece. on_retire runs exactly once for each piece
+ * on_begin counted: when it retires, or at once when its region went away before the piece could
+ * be indexed. A piece whose region is removed while it is in flight gets no on_retire: removing a
+ * region ends its bookkeeping (the guard code forgets the region's pages then). */
+typedef bool (*pg_access_begin_fn)(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx);
 typedef void (*pg_access_hook_fn)(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx);
-void pg_tracker_set_hooks(pg_access_hook_fn on_begin, pg_access_hook_fn on_retire, void *ctx);
+void pg_tracker_set_hooks(pg_access_begin_fn on_begin, pg_access_hook_fn on_retire, void *ctx);
 
 /* ---- pinned regions (lock-free lookups) -------------------------------------------------- */
 typedef struct pg_region {
@@ -48,6 +53,9 @@ int pg_region_add(const void *base, size_t size, pg_pin_how_t how, unsigned flag
 /* Removes the most recently added region starting exactly at base; its in-flight accesses stop
  * being tracked. 1 and *out (if non-NULL) filled, or 0 if none starts there. */
 int pg_region_remove(const void *base, pg_region_t *out);
+/* The same, also copying the region's allocation stack to *stack (if non-NULL), so that a caller
+ * can add the region back should the unpinning call fail. */
+int pg_region_remove_keep_stack(const void *base, pg_region_t *out, pg_stack_t *stack);
 /* The region containing p (the latest-based one if several do): 1 and *out, or 0. */
 int pg_region_find(const void *p, pg_region_t *out);
 /* Regions overlapping [p, p+n), ascending by base: fills min(total, cap), returns total. */
@@ -113,6 +121,31 @@ void pg_hb_enqueue(cudaStream_t s);
 void pg_hb_sync_prepare(cudaStream_t s);      /* before cudaStreamSynchronize / cudaStreamQuery */
 void pg_hb_sync_prepare_device(void);         /* before cudaDeviceSynchronize */
 void pg_hb_sync_done(int succeeded);          /* after either */
+
+/* ---- host functions: CPU work a stream runs in its own order -------------------------------
+ * A host function runs after the work enqueued on its stream before it, and the work after it
+ * waits for it to return. Its position in the stream's order is fixed when it is enqueued. */
+typedef struct pg_hostfn_pos {
+  uint32_t stream_id;   /* 0: unknown (no position; nothing is ordered by it) */
+  uint64_t seq;
+  struct pg_hostfn_rec *rec; /* which other streams' work is ordered after it (tracker-owned) */
+} pg_hostfn_pos_t;
+/* Calls enqueue(arg) (the real cudaLaunchHostFunc) under the stream's lock, so that its position
+ * is exactly where the runtime put it, and fills *pos. Returns what enqueue returned. On
+ * success, pg_hb_hostfn_leave must follow pg_hb_hostfn_enter once (it frees pos->rec). */
+cudaError_t pg_hb_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *), void *arg,
+                                 pg_hostfn_pos_t *pos);
+/* On the thread that runs the host function, around it. While inside: the accesses enqueued on
+ * its stream before it are known complete; accesses after it in stream order are not in flight
+ * for this thread's CPU accesses (queries leave them out); and the tracker makes no CUDA call
+ * (CUDA forbids them in a host function). */
+void pg_hb_hostfn_enter(const pg_hostfn_pos_t *pos);
+void pg_hb_hostfn_leave(void);
+/* Whether access a (on another stream, or later on the same one) is ordered after the host
+ * function at pos: a stream that waited, through events or the legacy stream, for work queued
+ * after it, and then enqueued a. */
+bool pg_hb_after_hostfn(const pg_hostfn_pos_t *pos, uint32_t stream_id, uint64_t seq);
+bool pg_hb_in_hostfn(void);
 
 /* ---- fork ------------------------------------------------------------------------------------ */
 void pg_tracker_atfork_prepare(void);   /* takes every tracker lock */

@@ -1,6 +1,7 @@
 /* pg_tracker_internal.h: what the tracker's files share with each other and nothing else:
  * region records, stream states with their vector clocks, access records, and the locks between
- * them. Lock order: events -> stream map -> region writer -> region record -> stream state. */
+ * them. Lock order: events -> stream map -> region writer -> region record -> stream state ->
+ * pending host functions (a leaf). */
 #ifndef PG_TRACKER_INTERNAL_H
 #define PG_TRACKER_INTERNAL_H
 
@@ -30,7 +31,8 @@ typedef struct pg_stream pg_stream_t;
 typedef struct pg_region_rec pg_region_rec_t;
 
 extern pg_cuda_ops_t pg_ops;
-extern pg_access_hook_fn pg_hook_begin, pg_hook_retire;
+extern pg_access_begin_fn pg_hook_begin;
+extern pg_access_hook_fn pg_hook_retire;
 extern void *pg_hook_ctx;
 extern atomic_size_t pg_inflight_total;
 
@@ -84,6 +86,7 @@ struct pg_slot {
 struct pg_acc {
   pg_access_t pub;
   bool blocking;               /* its stream is ordered by the legacy default stream */
+  bool hooked;                 /* the begin hook counted it: the retire hook owes it one call */
   atomic_bool inserted;        /* in its region's set (or orphaned): retirement may take it */
   pg_region_rec_t *region;
   uint64_t region_gen;
@@ -96,8 +99,9 @@ struct pg_acc {
 /* Drops a region's whole in-flight set (region removed, or fork child); accesses stay in their
  * stream FIFOs and retire there. */
 void pg_inflight_clear_region(pg_region_rec_t *rec);
-/* Takes a retired access out of its region's set (no-op if the region went away). */
-void pg_inflight_remove(pg_acc_t *a);
+/* Takes a retired access out of its region's set. False if the region went away meanwhile (the
+ * region's removal ended the access's bookkeeping, guard pages included). */
+bool pg_inflight_remove(pg_acc_t *a);
 
 /* ---- streams and vector clocks (pg_streams.c) --------------------------------------------- */
 /* Type-stable and bound to one dense id for life; recycled for a new stream once the old one
@@ -122,6 +126,9 @@ struct pg_stream {
 };
 
 extern _Atomic uint64_t pg_host_clock[PG_MAX_STREAMS];
+/* The host function this thread is running (pg_hb_hostfn_enter), if any. */
+extern __thread bool pg_t_in_hostfn;
+extern __thread pg_hostfn_pos_t pg_t_hostfn;
 extern _Atomic(pg_stream_t *) pg_streams_by_id[PG_MAX_STREAMS];
 extern atomic_uint pg_nids;    /* ids in use are 1 .. pg_nids-1 */
 extern _Atomic(pg_stream_t *) pg_legacy;
@@ -153,6 +160,7 @@ void pg_streams_lock_map(bool lock);
 void pg_streams_atfork(int phase);
 void pg_streams_reset_map_lock_child(void);
 void pg_events_atfork(int phase);
+void pg_hostfns_atfork(int phase);
 
 static inline void pg_atomic_max(_Atomic uint64_t *v, uint64_t x) {
   uint64_t cur = atomic_load_explicit(v, memory_order_relaxed);

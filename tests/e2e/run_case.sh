@@ -4,16 +4,18 @@
 # --expect KIND: at least one "pinguard: ERROR: KIND" report, and no report of another kind.
 # --expect none: no report at all (the correctly synchronized twin).
 # --exit N: the expected exit status (default: 0 for none, else pinguard's exitcode 23).
+# --stderr REGEX: pinguard's output (stderr) must match, e.g. the exit summary's count.
 # --mode none: run without the preload (the program must behave the same with no shim).
 # The preload list comes from PG_PRELOAD (set by CTest; it may start with a sanitizer runtime).
 set -u
-mode=audit expect=none want_exit="" want_stdout=""
+mode=audit expect=none want_exit="" want_stdout="" want_stderr=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --mode) mode=$2; shift 2 ;;
     --expect) expect=$2; shift 2 ;;
     --exit) want_exit=$2; shift 2 ;;
     --stdout) want_stdout=$2; shift 2 ;;
+    --stderr) want_stderr=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "run_case.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -46,6 +48,9 @@ fi
 [ "$status" -eq "$want_exit" ] || fail "exit status $status, expected $want_exit"
 if [ -n "$want_stdout" ]; then
   grep -Eq "$want_stdout" "$out" || fail "stdout does not match /$want_stdout/"
+fi
+if [ -n "$want_stderr" ]; then
+  grep -Eq "$want_stderr" "$err" || fail "stderr does not match /$want_stderr/"
 fi
 echo "ok: mode=$mode expect=$expect reports=$reports exit=$status"
 cat "$err" | head -n 40

@@ -25,6 +25,8 @@ typedef struct sc_config {
   double gbps;          /* SIMCUDA_GBPS: copy bandwidth, 0 = unlimited */
   size_t device_bytes;  /* SIMCUDA_DEVICE_MB: size of the device arena */
   int runtime_version;  /* SIMCUDA_RUNTIME_VERSION: 13000 or 12080 (batch-copy ABI) */
+  uint64_t unpin_return_ns; /* SIMCUDA_UNPIN_RETURN_US: delay between releasing pinned memory
+                             * and returning from cudaFreeHost/cudaHostUnregister */
 } sc_config;
 
 extern sc_config sc_cfg;

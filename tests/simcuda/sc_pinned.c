@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sc_internal.h"
@@ -312,6 +313,17 @@ SC_API cudaError_t cudaMallocHost(void **ptr, size_t size) {
   return sc_host_alloc(ptr, size, cudaHostAllocDefault);
 }
 
+/* SIMCUDA_UNPIN_RETURN_US: the caller may be descheduled between the runtime releasing the
+ * memory and the call returning; meanwhile another thread can be handed the same address
+ * (cudaHostAlloc) or register it again (cudaHostRegister). A delay here makes that interleaving
+ * happen on demand. */
+static void sc_unpin_return_delay(void) {
+  uint64_t ns = sc_cfg.unpin_return_ns;
+  if (!ns) return;
+  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+  nanosleep(&ts, NULL);
+}
+
 SC_API cudaError_t cudaFreeHost(void *ptr) {
   SC_ENTER("cudaFreeHost");
   if (!ptr) return cudaSuccess;
@@ -328,6 +340,7 @@ SC_API cudaError_t cudaFreeHost(void *ptr) {
   pthread_rwlock_unlock(&sc_regions_lock);
   munmap(gone.alias, gone.hull_len);
   munmap((void *)gone.hull, gone.hull_len);
+  sc_unpin_return_delay();
   return cudaSuccess;
 }
 
@@ -373,6 +386,7 @@ SC_API cudaError_t cudaHostUnregister(void *ptr) {
   sc_region_remove(r);
   pthread_rwlock_unlock(&sc_regions_lock);
   munmap(gone.alias, gone.hull_len);
+  sc_unpin_return_delay();
   return cudaSuccess;
 }
 

@@ -3,6 +3,7 @@
  * ordering, non-blocking and per-thread streams, and that correctly ordered code never
  * conflicts. Streams are held busy by gates, so every access is really in flight. */
 #include <pthread.h>
+#include <sched.h>
 
 #include "test_tracker_support.h"
 
@@ -276,4 +277,57 @@ Test(tracker_hb, stream_states_are_recycled) {
     pg_hb_stream_destroyed(s);
   }
   cr_assert_eq(pg_tracker_inflight_count(), 0);
+}
+
+/* ---- host functions: CPU work in a stream's order ---------------------------------------- */
+typedef struct hostfn_probe {
+  pg_hostfn_pos_t pos;
+  _Atomic int ready, ran;
+  size_t seen;          /* in-flight accesses overlapping buf, as the host function sees them */
+} hostfn_probe_t;
+
+static void CUDART_CB probe_hostfn(void *arg) {
+  hostfn_probe_t *p = arg;
+  while (!atomic_load(&p->ready)) sched_yield();
+  pg_hb_hostfn_enter(&p->pos);
+  pg_access_t out[8];
+  p->seen = pg_inflight_query(buf, N, 0, out, 8);
+  pg_hb_hostfn_leave();
+  atomic_store(&p->ran, 1);
+}
+
+static cudaError_t launch_probe(void *arg) {
+  void **a = arg;
+  return cudaLaunchHostFunc((cudaStream_t)a[0], probe_hostfn, a[1]);
+}
+
+static void enqueue_probe(cudaStream_t s, hostfn_probe_t *p) {
+  void *a[2] = {s, p};
+  cr_assert_eq(pg_hb_hostfn_enqueue(s, launch_probe, a, &p->pos), cudaSuccess);
+  cr_assert_neq(p->pos.stream_id, 0);
+  atomic_store(&p->ready, 1);
+}
+
+/* A copy queued after the host function on its stream cannot have started: not in flight for
+ * the host function. One queued before it has completed by the time it runs. */
+Test(tracker_hb, host_function_sees_only_what_its_stream_leaves_unordered) {
+  static hostfn_probe_t after;
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);  /* before `after` on s1: complete then */
+  enqueue_probe(s1, &after);
+  cr_assert_eq(tt_copy_d2h(buf + 4096, dev, 4096, s1), 1); /* after it: not started */
+  tt_stream_sync(s1);
+  cr_assert(atomic_load(&after.ran));
+  cr_assert_eq(after.seen, 0, "the earlier copy completed, the later one waits behind it");
+}
+
+/* Work on another stream with no ordering is in flight for the host function. */
+Test(tracker_hb, host_function_sees_unordered_work_on_other_streams) {
+  static hostfn_probe_t p;
+  tt_close_gate(s2);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s2), 1);
+  enqueue_probe(s1, &p);
+  tt_stream_sync(s1);
+  cr_assert(atomic_load(&p.ran));
+  cr_assert_eq(p.seen, 1);
+  cr_assert_not(pg_hb_in_hostfn(), "the context ends with the host function");
 }

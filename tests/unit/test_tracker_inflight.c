@@ -179,12 +179,14 @@ Test(tracker_inflight, wait_blocks_until_complete) {
 static int hook_begins, hook_retires;
 static uintptr_t hook_lo, hook_hi;
 static pg_dir_t hook_dir;
-static void on_begin(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx) {
+static bool hook_counts = true;
+static bool on_begin(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx) {
   cr_assert_eq(ctx, &hook_begins);
   hook_begins++;
   hook_lo = lo;
   hook_hi = hi;
   hook_dir = dir;
+  return hook_counts;
 }
 static void on_retire(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx) {
   (void)ctx;
@@ -207,6 +209,33 @@ Test(tracker_inflight, guard_hooks_see_begin_and_retire) {
   tt_stream_sync(s1);
   cr_assert_eq(hook_retires, 1);
   pg_tracker_set_hooks(NULL, NULL, NULL);
+}
+
+/* Removing a region ends its accesses' bookkeeping: their retirement must not reach the hook,
+ * which would take counts from whatever region is pinned at that address next. */
+Test(tracker_inflight, removed_region_accesses_skip_the_retire_hook) {
+  pg_tracker_set_hooks(on_begin, on_retire, &hook_begins);
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_h2d(dev, buf, 8192, s1), 1);
+  cr_assert_eq(hook_begins, 1);
+  cr_assert(pg_region_remove(buf, NULL));
+  cr_assert_eq(pg_region_add(buf, N, PG_PIN_HOST_ALLOC, 0, NULL), 0); /* pinned again */
+  tt_open_gates();
+  tt_stream_sync(s1);
+  cr_assert_eq(hook_retires, 0, "the old region's access must not retire into the new one");
+  pg_tracker_set_hooks(NULL, NULL, NULL);
+}
+
+/* A piece the begin hook did not count (too small to guard, say) owes the hook nothing. */
+Test(tracker_inflight, uncounted_pieces_skip_the_retire_hook) {
+  hook_counts = false;
+  pg_tracker_set_hooks(on_begin, on_retire, &hook_begins);
+  cr_assert_eq(tt_copy_h2d(dev, buf, 8192, s1), 1);
+  tt_stream_sync(s1);
+  cr_assert_eq(hook_begins, 1);
+  cr_assert_eq(hook_retires, 0);
+  pg_tracker_set_hooks(NULL, NULL, NULL);
+  hook_counts = true;
 }
 
 Test(tracker_inflight, stack_and_time_are_kept) {
