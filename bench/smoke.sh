@@ -57,6 +57,14 @@ case ${1:-} in
       "$BENCH_BIN/bench_guard" --iters 20 >"$log" 2>&1 || { cat "$log"; fail "bench_guard"; }
     [ "$(stat guard_faults "$log")" = 20 ] || { cat "$log"; fail "guard_faults != 20"; }
     [ "$(stat waits "$log")" = 20 ] || { cat "$log"; fail "waits != 20"; } ;;
+  register) # Every registration reached pinguard's index; both windows measured something.
+    env LD_PRELOAD="$rt$BENCH_SHIM:$BENCH_STUBPIN" PINGUARD_OPTIONS=mode=audit:print_stats=1 \
+      "$BENCH_BIN/bench_register" --regions 2048 --window 64 --reps 1 --shuffle 1 \
+      >"$log" 2>&1 || { cat "$log"; fail "bench_register"; }
+    cat "$log"
+    [ "$(stat regions_pinned "$log")" = 2048 ] || fail "regions_pinned"
+    grep -Eq '"stub":true,"ns_per_register_at_1024":[1-9][0-9]*,"ns_per_register_at_2048":[1-9]' \
+      "$log" || fail "no result" ;;
   run) # The whole pipeline: the last line is the JSON object with exactly the six keys.
     [ -n "${BENCH_KVXFER:-}" ] || { echo "no kvxfer target: skipped"; exit 0; }
     "$here/run.sh" --smoke >"$log" || { cat "$log"; fail "run.sh --smoke"; }
@@ -77,6 +85,6 @@ assert all(isinstance(v, (int, float)) for v in d.values()), d
     for f in "$here"/report.py "$here"/gpu/*.py; do
       python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$f" || fail "$f"
     done ;;
-  *) fail "usage: smoke.sh copy|scale|guard|run|scripts" ;;
+  *) fail "usage: smoke.sh copy|scale|guard|register|run|scripts" ;;
 esac
 echo "ok"

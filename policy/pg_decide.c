@@ -14,6 +14,7 @@
 #include "pg_decide.h"
 #include "pg_guard.h"
 #include "pg_policy.h"
+#include "pg_procmaps.h"
 #include "pg_report.h"
 
 static pg_decide_cuda_t cuda;
@@ -239,24 +240,9 @@ void pg_decide_atfork_child(void) {
 
 /* ---- pinning ------------------------------------------------------------------------------- */
 /* Whether [p, p+n) lies in a MAP_SHARED mapping: guard pages probe such memory separately.
- * Reads /proc/self/maps, once per cudaHostRegister while guard pages are on. */
-static bool is_shared_mapping(const void *p) {
-  FILE *f = fopen("/proc/self/maps", "r");
-  if (!f) return false;
-  char line[512];
-  bool shared = false;
-  uintptr_t a = (uintptr_t)p;
-  while (fgets(line, sizeof line, f)) {
-    unsigned long lo, hi;
-    char perms[8];
-    if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && a >= lo && a < hi) {
-      shared = perms[3] == 's';
-      break;
-    }
-  }
-  fclose(f);
-  return shared;
-}
+ * Asked once per cudaHostRegister while guard pages are on: one PROCMAP_QUERY ioctl, O(log n) in
+ * the process's mappings (issue 9: reading all of /proc/self/maps made n registrations O(n^2)). */
+static bool is_shared_mapping(const void *p) { return pg_maps_is_shared(p) > 0; }
 
 void pg_decide_pinned(void *p, size_t n, pg_pin_how_t how, unsigned flags, const pg_stack_t *st) {
   if (how == PG_PIN_REGISTER && pg_guard_enabled() && is_shared_mapping(p))
@@ -457,6 +443,7 @@ __attribute__((no_sanitize_address)) void pg_decide_fault_stack(pg_stack_t *out,
   }
   out->tid = pg_thread_number();
   out->depth = 0;
+  out->flags = PG_STACK_EXACT_PC0; /* buf[start] is the faulting instruction, not a return */
   for (int i = start; i < n && out->depth < PG_STACK_MAX; i++) out->pc[out->depth++] = buf[i];
 }
 

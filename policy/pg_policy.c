@@ -1,6 +1,7 @@
 /* pg_policy.c: option loading, the report path (dedup -> suppressions -> max_reports -> print),
  * halting, and the exit summary. One mutex serializes the report path; the shim takes it across
- * fork through pg_policy_atfork_*. Nothing here allocates: all storage is static. */
+ * fork through pg_policy_atfork_*. Nothing here calls malloc: storage is static, apart from the
+ * suppression rules, which pg_suppress.c keeps in mmap'ed memory sized at startup. */
 #include "pg_policy.h"
 
 #include <pthread.h>
@@ -72,7 +73,7 @@ void pg_policy_configure(const char *program_defaults, const char *env) {
   memset(&counts, 0, sizeof counts);
   atomic_store(&ignored, 0);
   pg_dedup_clear(&dedup);
-  memset(&supp, 0, sizeof supp);
+  pg_supp_free(&supp);
   limit_noted = false;
   finished = false;
   finish_status = -1;
@@ -239,7 +240,9 @@ pg_verdict_t pg_policy_report(const pg_report_t *r) {
     pg_report_format_text(&b, &view);
   emit(b.p, b.len);
   bool do_abort = opts.abort_on_error, do_halt = opts.halt_on_error;
-  int code = opts.exitcode;
+  /* exitcode=0 means "keep the program's own status", but a halted program has none: it was
+   * stopped by pinguard, and a 0 would tell CI it succeeded. Halting exits 1 then. */
+  int code = opts.exitcode ? opts.exitcode : 1;
   unlock();
 
   if (do_abort || do_halt) {

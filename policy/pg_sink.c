@@ -4,7 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -36,10 +38,16 @@ void pg_sink_configure(const char *log_path) {
     fd = 1;
     return;
   }
+  /* A directory (a trailing '/', or the name of one that exists) gets files named
+   * pinguard.<pid> inside it, never a hidden ".<pid>" or a failed open. */
   size_t n = strlen(log_path);
-  if (n >= sizeof path_prefix) n = sizeof path_prefix - 1;
+  struct stat st;
+  bool dir = log_path[n - 1] == '/' || (stat(log_path, &st) == 0 && S_ISDIR(st.st_mode));
+  const char *leaf = dir ? (log_path[n - 1] == '/' ? "pinguard" : "/pinguard") : "";
+  size_t ln = strlen(leaf);
+  if (n + ln >= sizeof path_prefix) n = sizeof path_prefix - 1 - ln;
   memcpy(path_prefix, log_path, n);
-  path_prefix[n] = '\0';
+  memcpy(path_prefix + n, leaf, ln + 1);
   use_file = 1;
 }
 

@@ -1,12 +1,13 @@
-/* pg_sink.h: where reports go: stderr, stdout, or <log_path>.<pid>, opened on first use.
- * Callers serialize (the report lock). Writes use the raw write system call so that the shim's
+/* pg_sink.h: where reports go: stderr, stdout, <log_path>.<pid> or <dir>/pinguard.<pid>,
+ * opened on first use. Callers serialize (the report lock). Writes use the raw write system call so that the shim's
  * own write(2) interceptor never sees pinguard's output. */
 #ifndef PG_SINK_H
 #define PG_SINK_H
 
 #include <stddef.h>
 
-/* "" or "stderr": fd 2; "stdout": fd 1; anything else: <path>.<pid>, created lazily. */
+/* "" or "stderr": fd 2; "stdout": fd 1; a directory (a trailing '/', or an existing one):
+ * <dir>/pinguard.<pid>; anything else: <path>.<pid>. Files are created lazily. */
 void pg_sink_configure(const char *log_path);
 void pg_sink_write(const char *s, size_t n);
 /* In a fork child: drop the parent's file so the child opens its own <path>.<childpid>. */

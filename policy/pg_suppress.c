@@ -1,10 +1,12 @@
 /* pg_suppress.c: parsing suppression files and matching their rules against report stacks.
- * Files are read with open/read into a fixed window (no stdio, no malloc) because they are
- * loaded during startup, possibly before the program's allocator is ready. */
+ * Files are read with open/read into a fixed window and rules are stored in mmap'ed memory (no
+ * stdio, no malloc) because they are loaded during startup, possibly before the program's
+ * allocator is ready. */
 #include "pg_suppress.h"
 
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "pg_fmt.h"
@@ -36,6 +38,29 @@ static void supp_warn(pg_warn_fn warn, void *ctx, const char *source, unsigned l
     ssize_t w = write(2, buf, b.len);
     (void)w;
   }
+}
+
+void pg_supp_free(pg_suppressions_t *s) {
+  if (s->rules) munmap(s->rules, s->cap * sizeof *s->rules);
+  s->rules = NULL;
+  s->n = s->cap = 0;
+}
+
+/* Room for one more rule: the storage doubles, so a file of N rules costs O(N) copying. */
+static bool reserve_one(pg_suppressions_t *s) {
+  if (s->n < s->cap) return true;
+  unsigned ncap = s->cap ? 2 * s->cap : 64;
+  if (ncap <= s->cap) return false;
+  void *m = mmap(NULL, ncap * sizeof *s->rules, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return false;
+  if (s->rules) {
+    memcpy(m, s->rules, s->n * sizeof *s->rules);
+    munmap(s->rules, s->cap * sizeof *s->rules);
+  }
+  s->rules = m;
+  s->cap = ncap;
+  return true;
 }
 
 static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
@@ -71,8 +96,8 @@ static int parse_line(pg_suppressions_t *s, const char *line, size_t n, const ch
     supp_warn(warn, ctx, source, lineno, "pattern longer than 255 bytes in", line, n);
     return 1;
   }
-  if (s->n >= PG_SUPP_MAX_RULES) {
-    supp_warn(warn, ctx, source, lineno, "more than 256 rules, from", line, n);
+  if (!reserve_one(s)) {
+    supp_warn(warn, ctx, source, lineno, "out of memory for the rule", line, n);
     return 1;
   }
   pg_supp_rule_t *r = &s->rules[s->n++];

@@ -1,5 +1,6 @@
 /* pg_suppress.h: suppression rules ("kind:pattern", one per line) and their matching against the
- * symbolized stacks of a report. Fixed-size storage: loaded once at startup, no malloc. */
+ * symbolized stacks of a report. Loaded once at startup into storage that grows with mmap (no
+ * malloc, no limit on the number of rules); matching only reads it. */
 #ifndef PG_SUPPRESS_H
 #define PG_SUPPRESS_H
 
@@ -10,7 +11,6 @@
 #include "pg_options.h"
 #include "pg_symbolize.h"
 
-#define PG_SUPP_MAX_RULES 256
 #define PG_SUPP_PATTERN_MAX 256
 
 typedef struct pg_supp_rule {
@@ -20,14 +20,21 @@ typedef struct pg_supp_rule {
   uint64_t hits;
 } pg_supp_rule_t;
 
+/* Zero-initialized is empty. Rules are added only while parsing (startup), never from a signal
+ * handler or a report, so the storage never moves under a reader. */
 typedef struct pg_suppressions {
   unsigned n;
-  pg_supp_rule_t rules[PG_SUPP_MAX_RULES];
+  unsigned cap;
+  pg_supp_rule_t *rules; /* mmap'ed, cap entries */
 } pg_suppressions_t;
 
+/* Releases the rules' storage and empties s. */
+void pg_supp_free(pg_suppressions_t *s);
+
 /* Adds the rules in text[0..n). Blank lines and lines starting with '#' (after blanks) are
- * skipped; a malformed line or an unknown kind gets one warning and is skipped. `source` names
- * the file in warnings. Returns the number of warnings. */
+ * skipped; a malformed line or an unknown kind gets one warning and is skipped, and so is a rule
+ * that cannot be stored (out of memory). `source` names the file in warnings. Returns the number
+ * of warnings. */
 int pg_supp_parse(pg_suppressions_t *s, const char *text, size_t n, const char *source,
                   pg_warn_fn warn, void *ctx);
 /* Reads and parses a file. Returns warnings, or -1 (with a warning) if it cannot be read. */

@@ -260,23 +260,29 @@ static bool symtab_function(const char *path, uintptr_t addr, char *out, size_t 
   return found;
 }
 
-static void symbolize_pc(void *pc, bool use_addr2line, pg_frame_t *f) {
+/* `exact`: pc is an instruction that was executing (a fault); otherwise it is a return address.
+ * A return address points after its call, which may be the last bytes of its function (a call
+ * to a noreturn function): every lookup uses pc-1, inside the call. An exact pc is looked up as
+ * is, or a fault on a function's first instruction would be blamed on the function before it. */
+static void symbolize_pc(void *pc, bool exact, bool use_addr2line, pg_frame_t *f) {
   memset(f, 0, sizeof *f);
   f->pc = pc;
+  if (!pc) return;
+  void *at = exact ? pc : (void *)((uintptr_t)pc - 1);
   Dl_info di;
-  if (!pc || !dladdr(pc, &di) || !di.dli_fbase) return;
+  if (!dladdr(at, &di) || !di.dli_fbase) return;
   copy_str(f->module, sizeof f->module, di.dli_fname);
   f->module_offset = (uintptr_t)pc - (uintptr_t)di.dli_fbase;
   if (di.dli_sname) copy_str(f->function, sizeof f->function, di.dli_sname);
   /* Non-PIE executables are linked at their run-time address; everything else is asked by
-   * module offset. Return addresses point after the call, so pc-1 lands in the call's line. */
+   * module offset. */
   const ElfW(Ehdr) *eh = di.dli_fbase;
-  uintptr_t addr = eh->e_type == ET_EXEC ? (uintptr_t)pc : f->module_offset;
+  uintptr_t addr = eh->e_type == ET_EXEC ? (uintptr_t)at : (uintptr_t)at - (uintptr_t)di.dli_fbase;
   char path[256];
   helper_path(&di, path, sizeof path);
-  if (use_addr2line && find_addr2line()) ask_addr2line(path, addr ? addr - 1 : 0, f);
+  if (use_addr2line && find_addr2line()) ask_addr2line(path, addr, f);
   /* A static function has no dynamic symbol; its own symbol table still names it. */
-  if (!f->function[0]) symtab_function(path, addr ? addr - 1 : 0, f->function, sizeof f->function);
+  if (!f->function[0]) symtab_function(path, addr, f->function, sizeof f->function);
 }
 
 void pg_symbolize_stack(const pg_stack_t *s, unsigned max_depth, bool use_addr2line,
@@ -288,7 +294,8 @@ void pg_symbolize_stack(const pg_stack_t *s, unsigned max_depth, bool use_addr2l
   unsigned n = s->depth;
   if (n > PG_STACK_MAX) n = PG_STACK_MAX;
   if (n > max_depth) n = max_depth;
-  for (unsigned i = 0; i < n; i++) symbolize_pc(s->pc[i], use_addr2line, &out->f[i]);
+  for (unsigned i = 0; i < n; i++)
+    symbolize_pc(s->pc[i], i == 0 && (s->flags & PG_STACK_EXACT_PC0), use_addr2line, &out->f[i]);
   out->depth = n;
 }
 

@@ -46,6 +46,7 @@ void pg_shim_leave(pg_guard_t g) { inside_pinguard = g.was_inside; }
 
 /* ---- lazy start ----------------------------------------------------------------------------- */
 static bool start_tracking(void) {
+  pg_shim_check_static_runtimes(); /* objects dlopen()ed since start-up */
   if (!pg_resolve_required()) return false;
   pg_decide_cuda_t cuda = {
       .tracker =
@@ -113,6 +114,8 @@ __attribute__((constructor)) static void pg_shim_init(void) {
   if (!atomic_compare_exchange_strong(&init_state, &expected, INIT_RUNNING)) return;
   pg_guard_t g = pg_shim_enter();
   pg_policy_init();        /* options: defaults < __pinguard_default_options < PINGUARD_OPTIONS */
+  /* A static runtime's calls never reach pinguard: the first chance to say so is now. */
+  if (pg_policy_options()->mode != PG_MODE_OFF) pg_shim_check_static_runtimes();
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   pg_shim_leave(g);
   atomic_store_explicit(&init_state, INIT_READY, memory_order_release);
@@ -121,6 +124,7 @@ __attribute__((constructor)) static void pg_shim_init(void) {
 __attribute__((destructor)) static void pg_shim_fini(void) {
   if (atomic_load(&init_state) != INIT_READY) return;
   pg_guard_t g = pg_shim_enter();
+  if (pg_policy_options()->mode != PG_MODE_OFF) pg_shim_check_static_runtimes(); /* dlopen()ed */
   int status = pg_policy_finish(); /* prints the summary; non-negative: exit with this status */
   pg_shim_leave(g);
   if (status >= 0) {

@@ -15,6 +15,10 @@ void pg_shim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Resolves every required hook; false if one is missing (pinguard then stays inert). */
 bool pg_resolve_required(void);
 
+/* Warns once per loaded object that carries a statically linked CUDA runtime, whose calls
+ * pinguard cannot see. Checks only objects loaded since its last call; no CUDA call. */
+void pg_shim_check_static_runtimes(void);
+
 /* Installs the guard-page fault handler (once), keeping the application's handler to chain to. */
 void pg_signal_install(void);
 

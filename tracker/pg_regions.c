@@ -1,39 +1,41 @@
-/* pg_regions.c: the pinned-region index. Readers (every copy and launch) search a sorted array
- * under a seqlock and take no lock; writers (pin / unpin) serialize on one mutex, which also
- * guards a uthash by exact base so unpinning finds its region in O(1). */
+/* pg_regions.c: the pinned-region index. Readers (every copy and launch) search a balanced tree
+ * of regions under a seqlock and take no lock; writers (pin / unpin) serialize on one mutex,
+ * which also guards a uthash by exact base so unpinning finds its region in O(1). A pin or an
+ * unpin costs O(log n) in the number of regions (issue 9: the sorted array it replaces shifted
+ * O(n) entries when registrations came in no particular address order). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "pg_tracker_internal.h"
 
-/* The index: entries sorted by base. Bases live in their own array so the binary search reads
- * 8 bytes per step (100k regions: 800 KiB, not 3 MiB). Every field is atomic because readers
- * may race with a writer; the seqlock tells them afterwards to retry. pmax is the largest end
- * among entries 0..i, which bounds the backward scan when regions overlap (the same pages
- * registered twice). */
-typedef struct ix_ent {
-  _Atomic uintptr_t end, pmax;
+/* The index: an AVL tree keyed by (base, id), so that among equal bases (the same pages
+ * registered twice) the newer registration comes later and lookups find it first. Each node
+ * keeps the largest end in its subtree (maxend), which prunes every search to the subtrees that
+ * can hold an overlapping region. Fields readers see are atomic, because readers may race with a
+ * writer; the seqlock tells them afterwards to retry. Nodes are type-stable (never freed, reused
+ * through a free list), so a reader on a stale node still reads valid memory. */
+typedef struct ix_node {
+  _Atomic uintptr_t base, end, maxend;
   _Atomic(pg_region_rec_t *) rec;
-} ix_ent_t;
+  _Atomic(struct ix_node *) kid[2];
+  /* writer side, under g_wmu */
+  uint64_t id;
+  int height;
+  struct ix_node *next_free;
+} ix_node_t;
 
-typedef struct ix_arr {
-  size_t cap;
-  struct ix_arr *retired_next; /* superseded arrays stay readable until exit */
-  _Atomic uintptr_t *base;     /* cap bases, then cap entries, in the same allocation */
-  ix_ent_t *e;
-} ix_arr_t;
+/* Readers' explicit stack: an AVL tree of n nodes is at most 1.44 log2(n + 2) high. */
+#define IX_STACK 96
+#define IX_CHUNK 256
 
-/* Live entries are a->e[g_first .. g_first+g_n), with slack on both sides: pinned memory comes
- * from mmap, whose addresses often descend, so inserting at the front must be as cheap as
- * appending. Each insert or removal shifts the shorter side. */
-static _Atomic(ix_arr_t *) g_arr;
-static atomic_size_t g_first, g_n;
+static _Atomic(ix_node_t *) g_root;
+static atomic_size_t g_n;
 static atomic_ulong g_seq;       /* odd while a writer is changing the index */
 static atomic_ulong g_next_id = 1;
 static pthread_mutex_t g_wmu = PTHREAD_MUTEX_INITIALIZER;
 static pg_region_rec_t *g_by_base; /* uthash: newest registration for each exact base */
 static pg_region_rec_t *g_all, *g_free;
-static ix_arr_t *g_retired;
+static ix_node_t *g_free_nodes;
 
 /* ---- writer helpers (g_wmu held) ---------------------------------------------------------- */
 /* Seqlock without fences (ThreadSanitizer does not model them): every index store is a release
@@ -46,113 +48,112 @@ static void write_begin(void) { atomic_fetch_add_explicit(&g_seq, 1, memory_orde
 
 static void write_end(void) { atomic_store_explicit(&g_seq, LD(g_seq) + 1, memory_order_release); }
 
-/* Absolute slots i (of d) and j (of s). */
-static void copy_ent(ix_arr_t *d, size_t i, ix_arr_t *s, size_t j) {
-  ST(d->base[i], LD(s->base[j]));
-  ST(d->e[i].end, LD(s->e[j].end));
-  ST(d->e[i].pmax, LD(s->e[j].pmax));
-  ST(d->e[i].rec, LD(s->e[j].rec));
-}
-
-/* Recomputes the prefix maxima of live entries from..n-1 (logical indices, first at f) after an
- * insert or removal at `from`. Past that point, once a recomputed maximum equals the stored one
- * every later one does too, so the usual case stops after a step or two. */
-static void fix_pmax(ix_arr_t *a, size_t f, size_t from, size_t n) {
-  uintptr_t m = from ? LD(a->e[f + from - 1].pmax) : 0;
-  for (size_t i = from; i < n; i++) {
-    uintptr_t end = LD(a->e[f + i].end);
-    if (end > m) m = end;
-    if (i > from && LD(a->e[f + i].pmax) == m) break;
-    ST(a->e[f + i].pmax, m);
-  }
-}
-
-/* First logical index whose base is > p (writer or reader view). */
-static size_t upper_bound(ix_arr_t *a, size_t f, size_t n, uintptr_t p) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (LD(a->base[f + mid]) <= p) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-static ix_arr_t *arr_new(size_t cap) {
-  ix_arr_t *b = calloc(1, sizeof(*b) + cap * (sizeof(uintptr_t) + sizeof(ix_ent_t)));
-  if (!b) return NULL;
-  b->cap = cap;
-  b->base = (_Atomic uintptr_t *)(b + 1);
-  b->e = (ix_ent_t *)(b->base + cap);
-  return b;
-}
-
-/* Inside the write section: centers the n live entries, in a twice larger array when more
- * than half full (the old one is retired), else in place. Afterwards both sides have room for
- * at least n/2 more inserts, so recentering is amortized O(1) per insert and growth geometric.
- * False only when out of memory. */
-static bool recenter(void) {
-  ix_arr_t *a = LD(g_arr);
-  size_t n = LD(g_n), f = LD(g_first), cap = a ? a->cap : 0;
-  if (2 * (n + 1) > cap) {
-    size_t ncap = cap ? cap * 2 : 64;
-    ix_arr_t *b = arr_new(ncap);
-    if (!b) return false;
-    size_t nf = (ncap - n) / 2;
-    for (size_t i = 0; i < n; i++) copy_ent(b, nf + i, a, f + i);
-    if (a) {
-      a->retired_next = g_retired;
-      g_retired = a;
+static ix_node_t *node_alloc(void) {
+  if (!g_free_nodes) {
+    ix_node_t *chunk = calloc(IX_CHUNK, sizeof *chunk);
+    if (!chunk) return NULL;
+    for (size_t i = 0; i < IX_CHUNK; i++) {
+      chunk[i].next_free = g_free_nodes;
+      g_free_nodes = &chunk[i];
     }
-    ST(g_arr, b);
-    ST(g_first, nf);
-    return true;
   }
-  size_t nf = (cap - n) / 2;
-  if (nf < f)
-    for (size_t i = 0; i < n; i++) copy_ent(a, nf + i, a, f + i);
-  else
-    for (size_t i = n; i-- > 0;) copy_ent(a, nf + i, a, f + i);
-  ST(g_first, nf);
-  return true;
+  ix_node_t *t = g_free_nodes;
+  g_free_nodes = t->next_free;
+  return t;
 }
 
-/* Inside the write section: inserts an entry at logical position pos. */
-static bool ix_insert(size_t pos, uintptr_t base, uintptr_t end, pg_region_rec_t *r) {
-  ix_arr_t *a = LD(g_arr);
-  size_t n = LD(g_n), f = LD(g_first);
-  bool right = pos >= n / 2; /* shift whichever side is shorter */
-  if (!a || (right ? f + n == a->cap : f == 0)) {
-    if (!recenter()) return false;
-    a = LD(g_arr);
-    f = LD(g_first);
-  }
-  if (right) {
-    for (size_t i = n; i > pos; i--) copy_ent(a, f + i, a, f + i - 1);
-  } else {
-    for (size_t i = 0; i < pos; i++) copy_ent(a, f + i - 1, a, f + i);
-    ST(g_first, --f);
-  }
-  ST(a->base[f + pos], base);
-  ST(a->e[f + pos].end, end);
-  ST(a->e[f + pos].rec, r);
-  fix_pmax(a, f, pos, n + 1);
-  ST(g_n, n + 1);
-  return true;
+static void node_free(ix_node_t *t) {
+  t->next_free = g_free_nodes;
+  g_free_nodes = t;
 }
 
-/* Inside the write section: removes the entry at logical position pos. */
-static void ix_remove(size_t pos) {
-  ix_arr_t *a = LD(g_arr);
-  size_t n = LD(g_n), f = LD(g_first);
-  if (pos < n / 2) {
-    for (size_t i = pos; i > 0; i--) copy_ent(a, f + i, a, f + i - 1);
-    ST(g_first, ++f);
-  } else {
-    for (size_t i = pos; i + 1 < n; i++) copy_ent(a, f + i, a, f + i + 1);
+static int height(ix_node_t *t) { return t ? t->height : 0; }
+
+/* Recomputes t's height and subtree maximum from its children. */
+static void update(ix_node_t *t) {
+  ix_node_t *l = LD(t->kid[0]), *r = LD(t->kid[1]);
+  int hl = height(l), hr = height(r);
+  t->height = 1 + (hl > hr ? hl : hr);
+  uintptr_t m = LD(t->end);
+  if (l && LD(l->maxend) > m) m = LD(l->maxend);
+  if (r && LD(r->maxend) > m) m = LD(r->maxend);
+  ST(t->maxend, m);
+}
+
+/* Rotates t's child on side `dir` up into t's place; returns the new subtree root. */
+static ix_node_t *rotate(ix_node_t *t, int dir) {
+  ix_node_t *c = LD(t->kid[dir]);
+  ST(t->kid[dir], LD(c->kid[!dir]));
+  ST(c->kid[!dir], t);
+  update(t);
+  update(c);
+  return c;
+}
+
+static ix_node_t *rebalance(ix_node_t *t) {
+  update(t);
+  int bal = height(LD(t->kid[1])) - height(LD(t->kid[0]));
+  if (bal < -1 || bal > 1) {
+    int dir = bal > 0; /* the taller side */
+    ix_node_t *c = LD(t->kid[dir]);
+    if (height(LD(c->kid[!dir])) > height(LD(c->kid[dir]))) ST(t->kid[dir], rotate(c, !dir));
+    return rotate(t, dir);
   }
-  fix_pmax(a, f, pos, n - 1);
-  ST(g_n, n - 1);
+  return t;
+}
+
+/* The order of the index: by base, then by id (registration order). */
+static int key_cmp(uintptr_t base, uint64_t id, const ix_node_t *t) {
+  uintptr_t tb = LD(t->base);
+  if (base != tb) return base < tb ? -1 : 1;
+  return id < t->id ? -1 : id > t->id;
+}
+
+static ix_node_t *avl_insert(ix_node_t *t, ix_node_t *n) {
+  if (!t) return n;
+  int dir = key_cmp(LD(n->base), n->id, t) > 0;
+  ST(t->kid[dir], avl_insert(LD(t->kid[dir]), n));
+  return rebalance(t);
+}
+
+static ix_node_t *avl_remove_min(ix_node_t *t, ix_node_t **min) {
+  ix_node_t *l = LD(t->kid[0]);
+  if (!l) {
+    *min = t;
+    return LD(t->kid[1]);
+  }
+  ST(t->kid[0], avl_remove_min(l, min));
+  return rebalance(t);
+}
+
+/* Unlinks the node with key (base, id), returned in *gone (NULL if absent). */
+static ix_node_t *avl_remove(ix_node_t *t, uintptr_t base, uint64_t id, ix_node_t **gone) {
+  if (!t) return NULL;
+  int c = key_cmp(base, id, t);
+  if (c != 0) {
+    int dir = c > 0;
+    ST(t->kid[dir], avl_remove(LD(t->kid[dir]), base, id, gone));
+    return rebalance(t);
+  }
+  *gone = t;
+  ix_node_t *l = LD(t->kid[0]), *r = LD(t->kid[1]);
+  if (!l || !r) return l ? l : r;
+  ix_node_t *m = NULL;
+  ix_node_t *rest = avl_remove_min(r, &m);
+  ST(m->kid[0], l);
+  ST(m->kid[1], rest);
+  return rebalance(m);
+}
+
+/* The node with key (base, id), or NULL (writer view). */
+static ix_node_t *avl_find(uintptr_t base, uint64_t id) {
+  ix_node_t *t = LD(g_root);
+  while (t) {
+    int c = key_cmp(base, id, t);
+    if (c == 0) return t;
+    t = LD(t->kid[c > 0]);
+  }
+  return NULL;
 }
 
 static pg_region_rec_t *rec_alloc(void) {
@@ -207,15 +208,27 @@ int pg_region_add(const void *base, size_t size, pg_pin_how_t how, unsigned flag
   }
   r->dup_older = older;
 
-  write_begin();
-  ST(r->id, atomic_fetch_add_explicit(&g_next_id, 1, memory_order_relaxed));
-  ST(r->how, (int)how);
-  ST(r->flags, flags);
-  /* Equal bases: the newer goes after the older, so lookups find the newest first. */
-  ix_arr_t *a = LD(g_arr);
-  size_t pos = a ? upper_bound(a, LD(g_first), LD(g_n), b) : 0;
-  bool ok = ix_insert(pos, b, b + size, r);
-  write_end();
+  ix_node_t *node = node_alloc();
+  bool ok = node != NULL;
+  if (ok) {
+    write_begin();
+    uint64_t id = atomic_fetch_add_explicit(&g_next_id, 1, memory_order_relaxed);
+    ST(r->id, id);
+    ST(r->how, (int)how);
+    ST(r->flags, flags);
+    /* Equal bases: the newer (larger id) goes after the older, so lookups find it first. */
+    ST(node->base, b);
+    ST(node->end, b + size);
+    ST(node->maxend, b + size);
+    ST(node->rec, r);
+    ST(node->kid[0], NULL);
+    ST(node->kid[1], NULL);
+    node->id = id;
+    node->height = 1;
+    ST(g_root, avl_insert(LD(g_root), node));
+    ST(g_n, LD(g_n) + 1);
+    write_end();
+  }
   if (!ok) { /* out of memory: undo the hash entry */
     HASH_DEL(g_by_base, r);
     if (older) HASH_ADD(hh, g_by_base, key_base, sizeof(older->key_base), older);
@@ -247,11 +260,9 @@ int pg_region_remove_keep_stack(const void *base, pg_region_t *out, pg_stack_t *
   }
   r->dup_older = NULL;
 
-  ix_arr_t *a = LD(g_arr);
-  size_t f = LD(g_first), n = LD(g_n), pos = upper_bound(a, f, n, b);
-  while (pos > 0 && LD(a->e[f + pos - 1].rec) != r) pos--;
-  pos--; /* the entry exists: every indexed record is in the hash and vice versa */
-  if (out) fill_info(out, b, LD(a->e[f + pos].end), r);
+  uint64_t id = LD(r->id);
+  ix_node_t *node = avl_find(b, id); /* exists: every indexed record is in the hash and back */
+  if (out) fill_info(out, b, LD(node->end), r);
   if (stack) {
     pthread_mutex_lock(&r->mu);
     *stack = r->stack;
@@ -259,7 +270,13 @@ int pg_region_remove_keep_stack(const void *base, pg_region_t *out, pg_stack_t *
   }
 
   write_begin();
-  ix_remove(pos);
+  ix_node_t *gone = NULL;
+  ST(g_root, avl_remove(LD(g_root), b, id, &gone));
+  ST(g_n, LD(g_n) - 1);
+  if (gone) {
+    ST(gone->rec, NULL);
+    node_free(gone);
+  }
   atomic_fetch_add_explicit(&r->gen, 1, memory_order_relaxed);
   ST(r->id, 0); /* ids of removed regions resolve to nothing */
   write_end();
@@ -286,35 +303,44 @@ static bool read_ok(unsigned long s) {
   return atomic_load_explicit(&g_seq, memory_order_relaxed) == s;
 }
 
-/* The live window as this reader sees it, clamped so a torn view stays inside the array. */
-static ix_arr_t *read_view(size_t *first, size_t *n) {
-  ix_arr_t *a = LD(g_arr);
-  size_t f = LD(g_first), k = LD(g_n);
-  if (!a || f > a->cap) f = k = 0;
-  else if (k > a->cap - f) k = a->cap - f;
-  *first = f;
-  *n = k;
-  return a;
-}
+/* Bounds every reader walk: a consistent tree of n nodes is walked in fewer steps, and a torn
+ * view (which the seqlock then rejects) cannot run away. */
+static size_t step_limit(void) { return 2 * atomic_load_explicit(&g_n, memory_order_acquire) + 64; }
 
+/* The region containing x with the largest key (the innermost, newest registration): a walk in
+ * descending key order over bases <= x, skipping subtrees whose regions all end at or before x.
+ * O(log n) when regions do not overlap. */
 int pg_region_find(const void *p, pg_region_t *out) {
   uintptr_t x = (uintptr_t)p;
   for (;;) {
     unsigned long s = read_begin();
-    size_t f, n;
-    ix_arr_t *a = read_view(&f, &n);
+    ix_node_t *stack[IX_STACK];
+    size_t sp = 0, steps = 0, limit = step_limit();
+    ix_node_t *t = LD(g_root);
     int found = 0;
     pg_region_t info;
-    for (size_t i = n ? upper_bound(a, f, n, x) : 0; i-- > 0;) {
-      if (LD(a->e[f + i].pmax) <= x) break;
-      uintptr_t end = LD(a->e[f + i].end);
+    for (;;) {
+      while (t && steps++ < limit) {
+        if (LD(t->maxend) <= x) break;
+        if (LD(t->base) <= x) {
+          if (sp == IX_STACK) break; /* only a torn view is this deep */
+          stack[sp++] = t;
+          t = LD(t->kid[1]);
+        } else {
+          t = LD(t->kid[0]);
+        }
+      }
+      if (!sp || steps >= limit) break;
+      t = stack[--sp];
+      uintptr_t end = LD(t->end);
       if (end > x) {
-        pg_region_rec_t *r = LD(a->e[f + i].rec);
+        pg_region_rec_t *r = LD(t->rec);
         if (!r) break;
-        fill_info(&info, LD(a->base[f + i]), end, r);
+        fill_info(&info, LD(t->base), end, r);
         found = 1;
         break;
       }
+      t = LD(t->kid[0]);
     }
     if (read_ok(s)) {
       if (found && out) *out = info;
@@ -334,8 +360,8 @@ static __thread struct {
   pg_region_hit_t hits[MEMO_HITS];
 } t_memo;
 
-/* Collects overlapping entries scanning down from the last base < hi; results come out in
- * descending base order and are reversed at the end. */
+/* Collects overlapping entries in ascending key order: an in-order walk that skips subtrees whose
+ * regions all end at or before lo and stops at the first base >= hi. */
 size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap) {
   if (hi <= lo) return 0;
   if (t_memo.valid && t_memo.lo == lo && t_memo.hi == hi &&
@@ -346,25 +372,30 @@ size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, 
   }
   for (;;) {
     unsigned long s = read_begin();
-    size_t f, n, total = 0;
-    ix_arr_t *a = read_view(&f, &n);
-    for (size_t i = n ? upper_bound(a, f, n, hi - 1) : 0; i-- > 0;) {
-      if (LD(a->e[f + i].pmax) <= lo) break;
-      uintptr_t end = LD(a->e[f + i].end);
-      if (end <= lo) continue;
-      pg_region_rec_t *r = LD(a->e[f + i].rec);
-      if (!r) break;
-      if (total < cap)
-        out[total] = (pg_region_hit_t){r, LD(r->gen), LD(a->base[f + i]), end};
-      total++;
+    ix_node_t *stack[IX_STACK];
+    size_t sp = 0, steps = 0, limit = step_limit(), total = 0;
+    ix_node_t *t = LD(g_root);
+    for (;;) {
+      while (t && steps++ < limit) {
+        if (LD(t->maxend) <= lo || sp == IX_STACK) break;
+        stack[sp++] = t;
+        t = LD(t->kid[0]);
+      }
+      if (!sp || steps >= limit) break;
+      t = stack[--sp];
+      uintptr_t base = LD(t->base);
+      if (base >= hi) break;
+      uintptr_t end = LD(t->end);
+      if (end > lo) {
+        pg_region_rec_t *r = LD(t->rec);
+        if (!r) break;
+        if (total < cap) out[total] = (pg_region_hit_t){r, LD(r->gen), base, end};
+        total++;
+      }
+      t = LD(t->kid[1]);
     }
     if (read_ok(s)) {
       size_t k = total < cap ? total : cap;
-      for (size_t i = 0; i < k / 2; i++) {
-        pg_region_hit_t t = out[i];
-        out[i] = out[k - 1 - i];
-        out[k - 1 - i] = t;
-      }
       t_memo.valid = total <= k && total <= MEMO_HITS; /* only complete answers */
       if (t_memo.valid) {
         t_memo.seq = s;

@@ -54,7 +54,9 @@ static unsigned walk_frames(uintptr_t fp, void **pc, unsigned n, unsigned max, u
     if (fp < t_stack_lo || fp + 2 * sizeof(void *) > t_stack_hi) break;
     const uintptr_t *frame = (const uintptr_t *)fp;
     uintptr_t ret = frame[1], next = frame[0];
-    if (ret < 4096) break;
+    /* A "return address" inside the stack is data: the frame was not a real one (code built
+     * without frame pointers keeps other values in rbp). */
+    if (ret < 4096 || (ret >= t_stack_lo && ret < t_stack_hi)) break;
     if (skip) skip--;
     else pc[n++] = (void *)ret;
     if (next <= fp) break;
@@ -69,6 +71,7 @@ __attribute__((noinline)) void pg_stack_capture(pg_stack_t *out, unsigned skip,
   if (max_depth > PG_STACK_MAX) max_depth = PG_STACK_MAX;
   out->tid = pg_thread_number();
   out->depth = 0;
+  out->flags = 0;
   if (max_depth == 0) return;
   if (!atomic_load_explicit(&g_fast_unwind, memory_order_relaxed)) {
     void *buf[PG_STACK_MAX + 64];
@@ -103,8 +106,10 @@ void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_dep
   if (max_depth > PG_STACK_MAX) max_depth = PG_STACK_MAX;
   out->tid = t_thread_number; /* no assignment here: may run in a signal handler */
   out->depth = 0;
+  out->flags = 0;
   if (max_depth == 0) return;
   out->pc[0] = pc;
+  out->flags = PG_STACK_EXACT_PC0;
   /* Bounds unknown (first event of this thread is a fault): report the faulting pc only. */
   out->depth = (uint8_t)walk_frames((uintptr_t)fp, out->pc, 1, max_depth, 0);
 }

@@ -8,8 +8,17 @@
 
 #define PG_STACK_MAX 16
 
+/* pg_stack_t.flags */
+enum {
+  /* pc[0] is the address of an instruction that was executing (a faulting one, from a signal
+   * context), not a return address: it is symbolized as is, where a return address is looked up
+   * one byte back, inside its call instruction (a call can be a function's last bytes). */
+  PG_STACK_EXACT_PC0 = 1u << 0,
+};
+
 typedef struct pg_stack {
   uint8_t depth;               /* valid entries in pc[] */
+  uint8_t flags;               /* PG_STACK_* */
   uint32_t tid;                /* pinguard's small thread number (T1, T2, ...) */
   void *pc[PG_STACK_MAX];      /* pc[0] is the innermost frame */
 } pg_stack_t;
@@ -18,7 +27,8 @@ typedef struct pg_stack {
  * `skip` innermost frames. Allocation-free and lock-free after the thread's first call. */
 void pg_stack_capture(pg_stack_t *out, unsigned skip, unsigned max_depth);
 
-/* Captures from a signal context: pc and frame pointer of the interrupted instruction. */
+/* Captures from a signal context: pc and frame pointer of the interrupted instruction. pc[0] is
+ * that pc, marked PG_STACK_EXACT_PC0. */
 void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_depth);
 
 /* Chooses the frame-pointer walk (fast, the default) or glibc backtrace() (exact through frames

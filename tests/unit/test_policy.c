@@ -200,8 +200,48 @@ Test(exit_status, json_exit_lines) {
     cr_assert_eq(*p, '{', "every line is a JSON object: %s", p);
 }
 
+/* Issue 9: log_path=/dir/ wrote a hidden file named ".<pid>" in it. A directory, named with a
+ * trailing slash or existing already, gets pinguard.<pid> inside it. */
+static void check_log_in_dir(const char *log_path_suffix) {
+  char opts[512], want[300];
+  tp_tmpdir(dir);
+  snprintf(opts, sizeof opts, "log_path=%s%s", dir, log_path_suffix);
+  pg_policy_configure(NULL, opts);
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  snprintf(want, sizeof want, "%s/pinguard.%d", dir, (int)getpid());
+  cr_assert_gt(tp_read_file(want, out, sizeof out), 0, "no %s (log_path=%s%s)", want, dir,
+               log_path_suffix);
+  cr_assert(strstr(out, "pinguard: ERROR: free-during-device-access"), "%s", out);
+  snprintf(want, sizeof want, "%s/.%d", dir, (int)getpid());
+  cr_assert_neq(access(want, F_OK), 0, "a hidden %s was written", want);
+}
+
+Test(log_path, trailing_slash_names_a_directory) { check_log_in_dir("/"); }
+
+Test(log_path, existing_directory_without_slash) { check_log_in_dir(""); }
+
+Test(log_path, a_prefix_still_gets_dot_pid) {
+  configure(NULL);
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  cr_assert_gt(tp_read_file(logfile, out, sizeof out), 0, "no %s", logfile);
+}
+
 Test(halt, halt_on_error_exits_with_exitcode_after_the_first_report, .exit_code = 5) {
   configure("halt_on_error=1:exitcode=5");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  pg_policy_report(&t.r);
+  cr_assert_fail("halt_on_error did not stop the process");
+}
+
+/* Issue 9: exitcode=0 keeps the program's status at a normal exit, but a halted program has no
+ * status of its own; halting must not look like success. */
+Test(halt, halt_with_exitcode_zero_exits_non_zero, .exit_code = 1) {
+  configure("halt_on_error=1:exitcode=0");
   tp_report_t t;
   tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
   pg_policy_report(&t.r);

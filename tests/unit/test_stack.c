@@ -93,6 +93,15 @@ Test(stack, bad_frame_pointers_stop_the_walk) {
   pg_stack_capture_from(&st, pc, frame, PG_STACK_MAX);
   cr_assert_eq(st.depth, 2, "one step, then the walk refuses to go down");
   cr_assert_eq(st.pc[1], pc);
+  /* A frame whose return slot holds a stack address (rbp used as a general register by code
+   * built without frame pointers): not a return address, so not a frame. */
+  uintptr_t fake[4];
+  fake[0] = (uintptr_t)&fake[2];
+  fake[1] = (uintptr_t)&fake[3];
+  fake[2] = 0;
+  fake[3] = 0;
+  pg_stack_capture_from(&st, pc, fake, PG_STACK_MAX);
+  cr_assert_eq(st.depth, 1, "a stack address is not a return address");
 }
 
 Test(stack, capture_from_a_live_frame) {

@@ -21,7 +21,7 @@ static void collect(void *ctx, const char *line) {
 }
 
 static int parse(const char *text) {
-  memset(&s, 0, sizeof s);
+  pg_supp_free(&s);
   nwarn = 0;
   return pg_supp_parse(&s, text, strlen(text), "test.supp", collect, NULL);
 }
@@ -96,7 +96,7 @@ Test(suppress_file, load_from_disk_with_an_overlong_line) {
   for (int i = 0; i < 10000; i++) fputc('x', f);
   fprintf(f, "\nrelease-during-device-access:after_the_long_one\n");
   fclose(f);
-  memset(&s, 0, sizeof s);
+  pg_supp_free(&s);
   nwarn = 0;
   cr_assert_eq(pg_supp_load_file(&s, path, collect, NULL), 1);
   unlink(path);
@@ -107,7 +107,7 @@ Test(suppress_file, load_from_disk_with_an_overlong_line) {
 }
 
 Test(suppress_file, missing_file_warns) {
-  memset(&s, 0, sizeof s);
+  pg_supp_free(&s);
   nwarn = 0;
   cr_assert_eq(pg_supp_load_file(&s, "/nonexistent/pg.supp", collect, NULL), -1);
   cr_assert_eq(nwarn, 1);
@@ -196,4 +196,109 @@ Test(suppress_policy, only_suppressed_reports_keep_the_exit_status) {
   tp_report_init(&t, PG_KIND_DEVICE_ACCESS_CONFLICT);
   cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_SUPPRESSED, "launch stack matched");
   cr_assert_eq(pg_policy_finish(), -1);
+}
+
+/* Issue 9: rules past the 256th were dropped with a warning (an undocumented cap). There is no
+ * cap now: a file of 1000 rules keeps all of them, and the last one matches and is counted. */
+Test(suppress_policy, more_than_256_rules) {
+  char dir[128], path[200], opts[512];
+  tp_tmpdir(dir);
+  snprintf(path, sizeof path, "%s/rules", dir);
+  FILE *f = fopen(path, "w");
+  for (int i = 0; i < 999; i++) fprintf(f, "cpu-read-during-device-write:^never_%d$\n", i);
+  fprintf(f, "cpu-read-during-device-write:tp_copy_site\n");
+  fclose(f);
+  snprintf(opts, sizeof opts, "suppressions=%s:log_path=%s/log", path, dir);
+  pg_policy_configure(NULL, opts);
+  cr_assert_eq(pg_policy_suppression_count(), 1000);
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_CPU_READ_DURING_DEVICE_WRITE);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_SUPPRESSED, "the 1000th rule matched");
+  cr_assert_eq(pg_policy_suppression_hits(999), 1);
+  cr_assert_eq(pg_policy_finish(), -1);
+  char log[220];
+  static char out[256 * 1024];
+  snprintf(log, sizeof log, "%s/log.%d", dir, (int)getpid());
+  cr_assert_gt(tp_read_file(log, out, sizeof out), 0);
+  cr_assert_null(strstr(out, "WARNING"), "%s", out);
+  cr_assert(strstr(out, "pinguard: suppression 'cpu-read-during-device-write:tp_copy_site' "
+                        "matched 1 time\n"), "the last rule's count is printed");
+  cr_assert_eq(tp_count(out, "pinguard: suppression '"), 1000);
+}
+
+Test(suppress_file, parse_keeps_every_rule) {
+  static char text[64 * 1024];
+  size_t n = 0;
+  for (int i = 0; i < 2000; i++)
+    n += (size_t)snprintf(text + n, sizeof text - n, "*:^rule_%d$\n", i);
+  cr_assert_eq(parse(text), 0, "%s", lastwarn);
+  cr_assert_eq(s.n, 2000);
+  cr_assert_str_eq(s.rules[1999].pattern, "^rule_1999$");
+  pg_symstack_t a = frames("/opt/app/bin", "rule_1999", "");
+  const pg_symstack_t *sa[] = {&a};
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_FREE_DURING_DEVICE_ACCESS, sa, 1), 1999);
+  pg_supp_free(&s);
+  cr_assert_eq(s.n, 0);
+}
+
+/* ---- exact pcs (issue 9, defect 5) -------------------------------------------------------------
+ * A guard fault's pc is the faulting instruction, not a return address. Symbolized as a return
+ * address (pc - 1), a fault on a function's first instruction named the function before it, and
+ * a suppression written for the right function missed. */
+#include "../e2e/fault_pc.h"
+
+static pg_stack_t one_frame(void *pc, unsigned flags) {
+  pg_stack_t st;
+  memset(&st, 0, sizeof st);
+  st.depth = 1;
+  st.flags = (uint8_t)flags;
+  st.pc[0] = pc;
+  return st;
+}
+
+Test(suppress_exact_pc, a_fault_on_a_first_byte_names_that_function) {
+  pg_stack_t st = one_frame((void *)fault_first_byte_load, PG_STACK_EXACT_PC0);
+  static pg_symstack_t sym;
+  for (int a2l = 0; a2l < 2; a2l++) {
+    pg_symbolize_stack(&st, 1, a2l, &sym);
+    cr_assert_eq(sym.depth, 1);
+    cr_assert_str_eq(sym.f[0].function, "fault_first_byte_load", "addr2line=%d", a2l);
+    cr_assert_eq(sym.f[0].pc, (void *)fault_first_byte_load, "the pc itself is printed");
+  }
+  pg_symbolize_shutdown();
+}
+
+Test(suppress_exact_pc, a_return_address_is_looked_up_inside_its_call) {
+  /* The same address as a return address: the call that returns there is the neighbour's last
+   * instruction, so the neighbour is the calling function. */
+  pg_stack_t st = one_frame((void *)fault_first_byte_load, 0);
+  static pg_symstack_t sym;
+  pg_symbolize_stack(&st, 1, false, &sym);
+  cr_assert_str_eq(sym.f[0].function, "fault_neighbour_before");
+  /* Only frame 0 is exact: deeper frames of a fault stack are return addresses. */
+  st = one_frame((void *)fault_first_byte_load, PG_STACK_EXACT_PC0);
+  st.depth = 2;
+  st.pc[1] = (void *)fault_first_byte_load;
+  pg_symbolize_stack(&st, 2, false, &sym);
+  cr_assert_str_eq(sym.f[0].function, "fault_first_byte_load");
+  cr_assert_str_eq(sym.f[1].function, "fault_neighbour_before");
+}
+
+Test(suppress_exact_pc, suppression_by_function_matches_the_faulting_frame) {
+  char dir[128], path[200], opts[512];
+  tp_tmpdir(dir);
+  snprintf(path, sizeof path, "%s/rules", dir);
+  FILE *f = fopen(path, "w");
+  fprintf(f, "cpu-read-during-device-write:^fault_neighbour_before$\n"
+             "cpu-read-during-device-write:^fault_first_byte_load$\n");
+  fclose(f);
+  snprintf(opts, sizeof opts, "suppressions=%s:log_path=%s/log", path, dir);
+  pg_policy_configure(NULL, opts);
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_CPU_READ_DURING_DEVICE_WRITE);
+  t.access = one_frame((void *)fault_first_byte_load, PG_STACK_EXACT_PC0);
+  t.r.flags |= PG_REPORT_FROM_SIGNAL; /* as a guard fault: dladdr and the symbol table only */
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_SUPPRESSED);
+  cr_assert_eq(pg_policy_suppression_hits(0), 0, "the neighbour's rule must not match");
+  cr_assert_eq(pg_policy_suppression_hits(1), 1);
 }

@@ -188,3 +188,53 @@ Test(tracker_regions, front_back_inserts_and_overlap_bound) {
   pg_region_t out[4];
   cr_assert_eq(pg_region_find_range(AT(mid - 8192), 3 * 8192, out, 4), 3);
 }
+
+/* Against a brute-force model: many overlapping and duplicate registrations in random order, then
+ * random removals (which drop the newest registration of a base). Every lookup must name the
+ * region the model names (largest base containing the point, newest among equal bases), and every
+ * range count must match. Guards the balanced index's rotations and subtree bounds (issue 9). */
+Test(tracker_regions, random_overlaps_match_a_model) {
+  enum { N = 3000, PROBES = 3000 };
+  static struct { uintptr_t base, end; uint64_t id; int live; } m[N];
+  srand(777);
+  for (int i = 0; i < N; i++) {
+    m[i].base = B + (uintptr_t)(rand() % 512) * 4096;
+    m[i].end = m[i].base + (uintptr_t)(1 + rand() % 64) * 4096;
+    add(m[i].base, m[i].end - m[i].base);
+    pg_region_t r;
+    cr_assert(pg_region_find(AT(m[i].base), &r));
+    m[i].id = r.id; /* the newest at its own base is itself */
+    cr_assert_eq(r.base, m[i].base);
+    m[i].live = 1;
+  }
+  for (int round = 0; round < 2; round++) {
+    for (int k = 0; k < PROBES; k++) {
+      uintptr_t x = B + (uintptr_t)(rand() % (600 * 4096));
+      int best = -1;
+      size_t count = 0;
+      uintptr_t lo = x, hi = x + (uintptr_t)(rand() % 8) * 4096 + 1;
+      for (int i = 0; i < N; i++) {
+        if (!m[i].live) continue;
+        if (m[i].base < hi && m[i].end > lo) count++;
+        if (m[i].base <= x && m[i].end > x &&
+            (best < 0 || m[i].base > m[best].base ||
+             (m[i].base == m[best].base && m[i].id > m[best].id)))
+          best = i;
+      }
+      pg_region_t r;
+      int found = pg_region_find(AT(x), &r);
+      cr_assert_eq(found, best >= 0, "round %d probe %d", round, k);
+      if (found) cr_assert_eq(r.id, m[best].id, "round %d probe %d", round, k);
+      cr_assert_eq(pg_region_find_range(AT(lo), hi - lo, NULL, 0), count, "range probe %d", k);
+    }
+    for (int k = 0; round == 0 && k < N / 2; k++) { /* remove half, by base */
+      int i = rand() % N;
+      if (!m[i].live) continue;
+      int newest = i;
+      for (int j = 0; j < N; j++)
+        if (m[j].live && m[j].base == m[i].base && m[j].id > m[newest].id) newest = j;
+      cr_assert(pg_region_remove(AT(m[i].base), NULL));
+      m[newest].live = 0;
+    }
+  }
+}

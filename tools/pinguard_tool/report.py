@@ -1,6 +1,7 @@
 """report.py: `pinguard report`: merges the JSON logs of many processes (policy/README.md gives
 the line types) into counts per kind and per call site. A log is input from crashed or killed
 processes too, so a bad line is counted, warned about and skipped, never fatal."""
+import argparse
 import json
 import os
 import sys
@@ -12,13 +13,24 @@ _RUNTIME_MODULES = ("libc.so", "libc-", "ld-linux", "libpthread", "libpinguard",
 _MAX_WARNINGS = 10  # per run; the rest are only counted
 
 
+def _count(text):
+    """--top's value: a whole number >= 0 (0 lists every call site)."""
+    try:
+        n = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a whole number >= 0, got %r" % text)
+    if n < 0:
+        raise argparse.ArgumentTypeError("expected a whole number >= 0 (0: all), got %d" % n)
+    return n
+
+
 def add_arguments(parser):
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="JSON log files (pinguard.<pid>), directories of them, or - for "
                              "standard input")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of "
                                                             "tables")
-    parser.add_argument("--top", type=int, default=10, metavar="N",
+    parser.add_argument("--top", type=_count, default=10, metavar="N",
                         help="call sites to list, most frequent first (default 10, 0: all)")
 
 

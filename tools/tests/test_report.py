@@ -138,4 +138,18 @@ def bad_input():
               "warnings are capped", r)
 
 
-main({"merge": merge, "repeats": repeats, "bad_input": bad_input})
+def top_negative():
+    # Intent: --top takes a count; a negative one is refused with a clear error and status 2
+    # (argparse's usage error), never accepted silently.
+    with tempfile.TemporaryDirectory() as d:
+        log = os.path.join(d, "pinguard.1")
+        _write(log, [_report(1, 1, FREE, "a.c")])
+        for bad in ("-1", "-5", "x"):
+            r = pinguard("report", "--top", bad, log)
+            check(r.rc == 2 and "--top" in r.err and "whole number >= 0" in r.err and not r.out,
+                  "--top %s is refused" % bad, r)
+        r = pinguard("report", "--top", "0", "--json", log)
+        check(r.rc == 0 and json.loads(r.out)["reports"] == 1, "--top 0 still lists all", r)
+
+
+main({"merge": merge, "repeats": repeats, "bad_input": bad_input, "top_negative": top_negative})
