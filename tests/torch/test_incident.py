@@ -55,7 +55,8 @@ def test_audit_store_report(alloc_conf):
 
 # With pinned_use_cuda_host_register torch pins malloc'd blocks, which are not page-aligned: the
 # first and last page of each block are shared with other heap memory, pinguard does not guard
-# them, and the CPU's accesses there go unseen (3 or 4 corrupted blocks of 256 here).
+# them, and the CPU's accesses there go unseen (0 to 4 corrupted blocks of 256 here, depending on
+# where malloc puts the blocks: not strict).
 EDGE_PAGES = ("pinguard guards only pages wholly inside a pinned range; the unaligned edges of "
               "torch's malloc+cudaHostRegister blocks stay unguarded")
 
@@ -63,7 +64,7 @@ EDGE_PAGES = ("pinguard guards only pages wholly inside a pinned range; the unal
 @pytest.mark.parametrize("bug", ["retrieve", "store"])
 def test_enforce_leaves_nothing_corrupted(bug, alloc_conf, request):
     if alloc_conf:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=EDGE_PAGES))
+        request.applymarker(pytest.mark.xfail(strict=False, reason=EDGE_PAGES))
     r = run([bug], mode="enforce", alloc_conf=alloc_conf)
     assert r["corrupted_blocks"] == 0, r.explain()
     assert r.waits > 0, r.explain()
