@@ -23,9 +23,9 @@ def dynamic_symbols(path, defined):
 
 
 def main():
-    try:
-        import torch
-    except ImportError:
+    import importlib.util
+    spec = importlib.util.find_spec("torch")
+    if spec is None:
         if os.environ.get("CI") in ("true", "1"):
             print("torch_imports: no torch, and CI is set", file=sys.stderr)
             return 1
@@ -35,7 +35,8 @@ def main():
     runtime = {s.split("@")[0] for s in dynamic_symbols(os.path.join(simcuda, "libcudart.so.13"),
                                                          True) if "@@libcudart.so.13" in s}
     driver = {s.split("@")[0] for s in dynamic_symbols(os.path.join(simcuda, "libcuda.so.1"), True)}
-    libdir = os.path.join(os.path.dirname(torch.__file__), "lib")
+    # Found without importing torch: an import that fails on simcuda is what this test reports.
+    libdir = os.path.join(list(spec.submodule_search_locations)[0], "lib")
     libs = sorted(glob.glob(os.path.join(libdir, "*.so*")))
     missing = {}
     for lib in libs:
@@ -58,6 +59,7 @@ def main():
     if missing:
         return 1
 
+    import torch
     print("torch %s (CUDA %s): %d libraries, %d runtime and %d driver names checked"
           % (torch.__version__, torch.version.cuda, len(libs), len(runtime), len(driver)))
     assert torch.cuda.is_available() and torch.cuda.device_count() == 1

@@ -6,7 +6,10 @@
 py=$1
 shift
 cd "$(dirname "$0")" || exit 1
-if ! [ -x "$py" ] || ! "$py" -c 'import torch, pytest' >/dev/null 2>&1; then
+# Checked without the caller's preload: a torch that fails to import on simcuda is a failure of
+# the command, never a skip.
+if ! [ -x "$py" ] || ! env -u LD_PRELOAD -u LD_LIBRARY_PATH "$py" -c 'import torch, pytest' \
+  >/dev/null 2>&1; then
   if [ "${CI:-}" = true ] || [ "${CI:-}" = 1 ]; then
     echo "tests/torch: $py has no torch/pytest, and CI is set: failing (.ci/run installs them)" >&2
     exit 1
