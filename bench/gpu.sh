@@ -8,6 +8,8 @@
 #   matrix.txt         kvxfer's bug matrix on real CUDA: no shim, audit, enforce
 #   torch.jsonl        the incident's two bugs in PyTorch (pickle after a non_blocking copy; a
 #                      recycled pin_memory() temporary under a raw-pointer kernel), per mode
+#   torch_suite.jsonl  tests/torch's scenarios (the same Python the simcuda suite runs) with the
+#                      CUDA build of its kernels (libpgkv.so), per mode and pinned-memory mode
 #   micro.md           bench_copy built against the real libcudart: ns per cudaMemcpyAsync
 #                      with and without pinguard (bench/report.py's tables)
 #   engine.md          kvxfer store+retrieve throughput ratios (bench/report.py's engine table)
@@ -64,6 +66,8 @@ if step build 60; then
       nvcc -arch=sm_90 -shared -Xcompiler -fPIC -cudart shared -o "$out/libhostread.so" \
         "$here/gpu/hostread.cu" &&
       nvcc -arch=sm_90 -cudart shared -o "$out/guard_check" "$here/gpu/guard_check.cu" &&
+      nvcc -arch=sm_90 -shared -Xcompiler -fPIC -cudart shared -I"$root/tests/torch" \
+        -o "$out/libpgkv.so" "$root/tests/torch/pgkv_kernels.cu" "$root/tests/torch/pgkv_api.c" &&
       gcc -O2 -std=gnu11 -D_GNU_SOURCE -I"$(dirname "$(command -v nvcc)")/../include" \
         "$here/bench_copy.c" -o "$out/bench_copy" \
         -L"$(dirname "$(command -v nvcc)")/../lib64" -lcudart -lpthread \
@@ -146,6 +150,36 @@ step torch_recycle_chevron 40 && torch_case recycle_chevron recycle --path chevr
 step torch_recycle_triton 50 && torch_case recycle_triton recycle --path triton
 step torch_recycle_inline 120 && torch_case recycle_inline recycle --path inline
 [ -s "$out/torch.jsonl" ] && note "torch: $(wc -l <"$out/torch.jsonl") runs in torch.jsonl"
+
+# ---- 4b. tests/torch's scenarios on the real GPU -----------------------------------------------
+# The same scenario.py as the simcuda suite; the kernels wait PGKV_SPIN_NS after they start, so
+# the CPU is certainly first, as SIMCUDA_LATENCY_US makes it on simcuda. Expected (as on simcuda):
+# corrupted_blocks > 0 without pinguard for the two bugs, reports in audit, 0 in enforce (with
+# cudaHostAlloc), and nothing anywhere for --fixed and the discipline scenarios.
+if [ -e "$out/libpgkv.so" ] && step torch_suite 90; then
+  : >"$out/torch_suite.jsonl"
+  # case: pinned-memory mode (c = cudaHostAlloc, r = pinned_use_cuda_host_register), modes, args
+  for case in "c none,audit,enforce retrieve" "c none,audit,enforce store" \
+    "r none,audit,enforce retrieve" "r none,audit,enforce store" "c audit retrieve --fixed" \
+    "c audit store --fixed" "c audit d2h-item" "c audit repin" "c audit side-streams"; do
+    read -r kind modes sc <<<"$case"
+    conf=""
+    [ "$kind" = r ] && conf="pinned_use_cuda_host_register:True"
+    for m in ${modes//,/ }; do
+      [ "$(left)" -gt 15 ] || break 2
+      log="$out/logs/torch_suite.${sc// /_}.$kind.$m"
+      PGKV_LIB="$out/libpgkv.so" PGKV_SPIN_NS=200000000 PYTORCH_CUDA_ALLOC_CONF="$conf" \
+        run_mode "$m" "$log" python3 "$root/tests/torch/scenario.py" $sc
+      line=$(grep '^{' "$log.out" | tail -n 1)
+      [ -n "$line" ] || line="{\"error\":\"no output; see $log.err\"}"
+      echo "${line/#\{/{\"mode\":\"$m\",\"reports\":$(reports "$log.err"),}" \
+        >>"$out/torch_suite.jsonl"
+    done
+  done
+  run_mode none "$out/logs/prefetch_roundtrip" python3 "$root/examples/torch/prefetch_roundtrip.py"
+  note "torch_suite: $(wc -l <"$out/torch_suite.jsonl") runs; prefetch_roundtrip: $(head -c 60 \
+    "$out/logs/prefetch_roundtrip.out")"
+fi
 
 # ---- 5. the per-copy microbenchmark on the real runtime ------------------------------------------
 if [ -e "$out/bench_copy" ] && step micro 40; then

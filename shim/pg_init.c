@@ -1,6 +1,7 @@
 /* pg_init.c: the preload glue. Reads options in a constructor (no CUDA call there: libcudart may
  * not even be loaded yet), starts tracking lazily on the first CUDA call that needs it, keeps the
  * per-thread reentrancy flag, takes every lock around fork, and prints the exit summary. */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -12,8 +13,9 @@
 #include "pg_policy.h"
 #include "pg_shim.h"
 
-/* Three-state init (style.md): calls arriving before or during it pass straight through. */
-enum { INIT_NONE, INIT_RUNNING, INIT_READY };
+/* Three-state init (style.md): calls arriving before or during it pass straight through.
+ * INIT_DUPLICATE: another copy of libpinguard.so is the process's pinguard; this one stays inert. */
+enum { INIT_NONE, INIT_RUNNING, INIT_READY, INIT_DUPLICATE };
 static atomic_int init_state = INIT_NONE;
 
 /* Tracking starts on the first call that wants it: 0 not yet, 1 on, -1 inert for good. */
@@ -109,9 +111,28 @@ static void atfork_child(void) {
 }
 
 /* ---- constructor and exit ------------------------------------------------------------------- */
+/* One pinguard per process. Two copies under different paths (two builds in LD_PRELOAD, one
+ * preloaded and one dlopen'ed) would each print a banner and a summary, and the first copy's
+ * "real" functions would resolve to the second copy's wrappers. The copy the process's symbol
+ * lookup binds pinguard_release to is the pinguard; any other stays inert, forwarding every call. */
+static bool another_copy_is_first(void) {
+  Dl_info mine, bound;
+  void *global = dlsym(RTLD_DEFAULT, "pinguard_release");
+  if (!global || !dladdr((void *)&another_copy_is_first, &mine) || !dladdr(global, &bound))
+    return false; /* not globally visible (dlopen'ed RTLD_LOCAL): nothing to defer to */
+  if (mine.dli_fbase == bound.dli_fbase) return false;
+  pg_shim_warn("libpinguard.so is loaded twice: %s is active, %s stays inert",
+               bound.dli_fname ? bound.dli_fname : "?", mine.dli_fname ? mine.dli_fname : "?");
+  return true;
+}
+
 __attribute__((constructor)) static void pg_shim_init(void) {
   int expected = INIT_NONE;
   if (!atomic_compare_exchange_strong(&init_state, &expected, INIT_RUNNING)) return;
+  if (another_copy_is_first()) {
+    atomic_store_explicit(&init_state, INIT_DUPLICATE, memory_order_release);
+    return;
+  }
   pg_guard_t g = pg_shim_enter();
   pg_policy_init();        /* options: defaults < __pinguard_default_options < PINGUARD_OPTIONS */
   /* A static runtime's calls never reach pinguard: the first chance to say so is now. */

@@ -3,6 +3,9 @@
 # UndefinedBehaviorSanitizer and ThreadSanitizer builds of the same suite.
 #   tests/run.sh            all four builds (what CI runs)
 #   tests/run.sh --quick    the normal build only
+# The torch tier (tests/torch: real PyTorch on simcuda) runs in the normal build only, with the
+# Python of .venv-torch (.ci/run installs it; set PG_TORCH_PYTHON for another). Without torch it
+# is skipped, except when CI=true: then it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/cuda/bin:$PATH"

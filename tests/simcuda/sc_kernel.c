@@ -150,6 +150,58 @@ SC_API cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 bl
   return sc_launch(func, gridDim, blockDim, args, sharedMem, stream, true);
 }
 
+SC_API cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim,
+                                               void **args, size_t sharedMem,
+                                               cudaStream_t stream) {
+  SC_ENTER("cudaLaunchCooperativeKernel");
+  /* Every simulated block runs in one body, so all of them are always co-resident. */
+  return sc_launch(func, gridDim, blockDim, args, sharedMem, stream, false);
+}
+
+/* ---- function attributes and occupancy, for registered kernels ---------------------------
+ * A body runs the whole grid on one host thread: no limit but the CUDA maxima applies. Anything
+ * else (device code registered through __cudaRegisterFunction) cannot run on simcuda and gets
+ * cudaErrorInvalidDeviceFunction, as an unloadable kernel would. */
+SC_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func) {
+  SC_ENTER("cudaFuncGetAttributes");
+  sc_kernel k;
+  if (!attr) return sc_ret(cudaErrorInvalidValue);
+  if (!sc_kernel_find(func, &k)) return sc_ret(cudaErrorInvalidDeviceFunction);
+  memset(attr, 0, sizeof *attr);
+  attr->maxThreadsPerBlock = 1024;
+  attr->numRegs = 32;
+  attr->ptxVersion = 90;
+  attr->binaryVersion = 90;
+  attr->maxDynamicSharedSizeBytes = 48 * 1024;
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value) {
+  SC_ENTER("cudaFuncSetAttribute");
+  sc_kernel k;
+  (void)attr, (void)value; /* accepted and ignored: nothing in a host body depends on them */
+  if (!sc_kernel_find(func, &k)) return sc_ret(cudaErrorInvalidDeviceFunction);
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
+  SC_ENTER("cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  sc_kernel k;
+  (void)dynamicSMemSize, (void)flags;
+  if (!numBlocks || blockSize <= 0) return sc_ret(cudaErrorInvalidValue);
+  if (!sc_kernel_find(func, &k)) return sc_ret(cudaErrorInvalidDeviceFunction);
+  *numBlocks = blockSize > 1024 ? 0 : 2048 / blockSize; /* 2048 threads per SM, as on sm_90 */
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func,
+                                                                int blockSize,
+                                                                size_t dynamicSMemSize) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize,
+                                                                dynamicSMemSize, 0);
+}
+
 /* ---- the launch path nvcc 13 generates for kernel<<<...>>> ----------------------------------
  * Generated code asks __cudaGetKernel once for a cudaKernel_t and launches through
  * __cudaLaunchKernel. The handle is deliberately not the function's address (as in CUDA), so a

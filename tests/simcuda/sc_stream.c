@@ -57,6 +57,14 @@ void sc_stream_unref(sc_stream *s) {
 
 bool sc_stream_is_legacy(const sc_stream *s) { return s->legacy; }
 
+static void sc_unregister(sc_stream *s) {
+  pthread_mutex_lock(&sc_reg_mu);
+  if (s->reg_prev) s->reg_prev->reg_next = s->reg_next;
+  else sc_reg_head = s->reg_next;
+  if (s->reg_next) s->reg_next->reg_prev = s->reg_prev;
+  pthread_mutex_unlock(&sc_reg_mu);
+}
+
 /* ---- workers --------------------------------------------------------------------------- */
 static void *sc_worker(void *arg) {
   sc_stream *s = arg;
@@ -82,11 +90,7 @@ static void *sc_worker(void *arg) {
   }
   pthread_mutex_unlock(&s->mu);
 
-  pthread_mutex_lock(&sc_reg_mu);
-  if (s->reg_prev) s->reg_prev->reg_next = s->reg_next;
-  else sc_reg_head = s->reg_next;
-  if (s->reg_next) s->reg_next->reg_prev = s->reg_prev;
-  pthread_mutex_unlock(&sc_reg_mu);
+  sc_unregister(s);
   sc_stream_unref(s);
   return NULL;
 }
@@ -101,9 +105,22 @@ sc_stream *sc_stream_new(unsigned flags, int priority, bool legacy, bool per_thr
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->work_cv, NULL);
   pthread_cond_init(&s->done_cv, NULL);
-  atomic_init(&s->refs, 1); /* the worker's */
+  atomic_init(&s->refs, 1); /* the registry's until the worker starts, then the worker's */
   atomic_init(&s->magic, SC_STREAM_MAGIC);
 
+  pthread_mutex_lock(&sc_reg_mu);
+  s->reg_next = sc_reg_head;
+  if (sc_reg_head) sc_reg_head->reg_prev = s;
+  sc_reg_head = s;
+  pthread_mutex_unlock(&sc_reg_mu);
+  return s;
+}
+
+/* Starts s's worker; caller holds s->mu, and the stream is not closing. A stream that never gets
+ * work never costs a thread: PyTorch creates a pool of 128 streams at its first
+ * torch.cuda.Stream(), and uses a few. */
+static bool sc_worker_start_locked(sc_stream *s) {
+  if (s->worker_started) return true;
   /* Workers inherit this mask: asynchronous signals go to application threads. Synchronous
    * faults stay unblocked so a handler (pinguard's) still sees a kernel body's bad access. */
   sigset_t all, old;
@@ -117,27 +134,15 @@ sc_stream *sc_stream_new(unsigned flags, int priority, bool legacy, bool per_thr
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_t tid;
-
-  pthread_mutex_lock(&sc_reg_mu);
-  s->reg_next = sc_reg_head;
-  if (sc_reg_head) sc_reg_head->reg_prev = s;
-  sc_reg_head = s;
   int rc = pthread_create(&tid, &attr, sc_worker, s);
-  if (rc != 0) {
-    sc_reg_head = s->reg_next;
-    if (sc_reg_head) sc_reg_head->reg_prev = NULL;
-  }
-  pthread_mutex_unlock(&sc_reg_mu);
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0) {
-    sc_stream_unref(s);
-    return NULL;
-  }
+  if (rc != 0) return false;
+  s->worker_started = true;
   char name[16];
   snprintf(name, sizeof name, "simcuda-s%d", atomic_fetch_add(&sc_stream_count, 1));
   pthread_setname_np(tid, name);
-  return s;
+  return true;
 }
 
 /* Lets the worker drain and exit; the struct lives on while references remain. */
@@ -145,8 +150,13 @@ void sc_stream_close(sc_stream *s) {
   pthread_mutex_lock(&s->mu);
   atomic_store(&s->magic, 0);
   s->closing = true;
+  bool started = s->worker_started;
   pthread_cond_signal(&s->work_cv);
   pthread_mutex_unlock(&s->mu);
+  if (!started) { /* no worker to drain it: nothing was ever queued, and nothing can be now */
+    sc_unregister(s);
+    sc_stream_unref(s);
+  }
 }
 
 /* Thread exit: the per-thread stream drains and goes. A later CUDA call from another key's
@@ -260,6 +270,11 @@ cudaError_t sc_submit(sc_stream *s, sc_op *op, uint64_t *seq_out) {
     pthread_mutex_unlock(&s->mu);
     sc_op_free(op);
     return cudaErrorInvalidResourceHandle;
+  }
+  if (s->cap_status == cudaStreamCaptureStatusNone && !sc_worker_start_locked(s)) {
+    pthread_mutex_unlock(&s->mu);
+    sc_op_free(op);
+    return cudaErrorMemoryAllocation;
   }
   if (s->cap_status != cudaStreamCaptureStatusNone) {
     if (s->cap_status == cudaStreamCaptureStatusInvalidated) {

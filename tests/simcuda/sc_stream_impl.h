@@ -21,7 +21,9 @@ struct sc_stream {
   _Atomic uint64_t enq_seq;  /* last queued op; read lock-free by dependency snapshots */
   _Atomic uint64_t done_seq; /* last completed op */
   bool closing;
-  atomic_int refs; /* the worker's, plus one per dependency or snapshot naming this stream */
+  bool worker_started; /* workers start at the first op queued (torch creates 128 streams) */
+  atomic_int refs; /* the worker's (or, before it starts, the registry's), plus one per
+                    * dependency or snapshot naming this stream */
 
   sc_stream *reg_prev, *reg_next; /* registry of live streams (sc_stream.c) */
 
@@ -37,7 +39,8 @@ extern atomic_int sc_active_captures;
 
 void sc_stream_ref(sc_stream *s);
 void sc_stream_unref(sc_stream *s);
-/* A new stream with its worker thread, registered; NULL when out of resources. */
+/* A new stream, registered; its worker thread starts with the first op queued on it. NULL when
+ * out of memory. */
 sc_stream *sc_stream_new(unsigned flags, int priority, bool legacy, bool per_thread);
 /* cudaStreamDestroy: queued work completes, then the worker exits. */
 void sc_stream_close(sc_stream *s);

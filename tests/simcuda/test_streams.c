@@ -1,6 +1,8 @@
 /* test_streams.c: stream semantics: FIFO order within a stream, independence of non-blocking
  * streams, the legacy default stream's implicit synchronization, the per-thread default stream,
- * query/synchronize, stream creation parameters and destruction with pending work. */
+ * query/synchronize, stream creation parameters, destruction with pending work, and workers that
+ * start only when a stream first gets work. */
+#include <dirent.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -299,4 +301,40 @@ Test(streams, per_thread_stream_work_survives_thread_exit, .init = low_latency) 
   CK(cudaDeviceSynchronize());
   cr_assert_eq(atomic_load(&g_exit_log.n), 1);
   cr_assert_eq(g_exit_log.seen[0], 3);
+}
+
+/* ---- workers start with a stream's first op ------------------------------------------- */
+static int thread_count(void) {
+  int n = 0;
+  DIR *d = opendir("/proc/self/task");
+  cr_assert_not_null(d);
+  for (struct dirent *e; (e = readdir(d));)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n;
+}
+
+static void hf_count(void *p) { atomic_fetch_add((atomic_int *)p, 1); }
+
+Test(streams, idle_streams_cost_no_thread, .init = low_latency) {
+  /* PyTorch creates a pool of 128 streams at its first torch.cuda.Stream() and uses a few. */
+  enum { N = 128 };
+  static cudaStream_t s[N];
+  CK(cudaDeviceSynchronize()); /* the runtime's own start-up is not counted */
+  int before = thread_count();
+  for (int i = 0; i < N; i++) CK(cudaStreamCreateWithPriority(&s[i], cudaStreamNonBlocking, 0));
+  cr_assert_eq(thread_count(), before, "creating streams started threads");
+  static atomic_int ran;
+  CK(cudaLaunchHostFunc(s[3], hf_count, &ran));
+  CK(cudaLaunchHostFunc(s[3], hf_count, &ran));
+  CK(cudaLaunchHostFunc(s[77], hf_count, &ran));
+  cr_assert_eq(thread_count(), before + 2, "one worker per stream that got work");
+  CK(cudaStreamSynchronize(s[3]));
+  CK(cudaStreamSynchronize(s[77]));
+  cr_assert_eq(atomic_load(&ran), 3);
+  /* Idle streams synchronize, query and destroy like any other. */
+  CK(cudaStreamSynchronize(s[0]));
+  CK(cudaStreamQuery(s[1]));
+  for (int i = 0; i < N; i++) CK(cudaStreamDestroy(s[i]));
+  CK(cudaDeviceSynchronize());
 }

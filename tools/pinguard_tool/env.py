@@ -3,6 +3,9 @@ building LD_PRELOAD, and parsing and merging PINGUARD_OPTIONS the way policy/pg_
 import os
 
 LIB_NAME = "libpinguard.so"
+# simcuda, the simulated CUDA runtime and driver (tests/simcuda), in the build tree's simcuda/.
+SIMCUDA_RUNTIME = "libcudart.so.13"
+SIMCUDA_DRIVER = "libcuda.so.1"
 
 # Sanitizer runtimes must come first in LD_PRELOAD (the loader refuses them anywhere else), so
 # they keep their place ahead of libpinguard.so.
@@ -37,21 +40,42 @@ def find_library(script_dir):
                      "set PINGUARD_LIB to its path" % LIB_NAME)
 
 
+def find_simcuda(script_dir):
+    """The directory holding simcuda's libcudart.so.13 and libcuda.so.1, as an absolute path.
+
+    $PINGUARD_SIMCUDA (that directory) wins and is never silently ignored; then simcuda/ in the
+    build layout, beside lib/ (the launcher is bin/pinguard), then a source checkout's default
+    build directory."""
+    explicit = os.environ.get("PINGUARD_SIMCUDA")
+    candidates = [explicit] if explicit else [os.path.join(script_dir, rel)
+                                              for rel in ("../simcuda", "../build/simcuda")]
+    for d in candidates:
+        if all(os.path.isfile(os.path.join(d, f)) for f in (SIMCUDA_RUNTIME, SIMCUDA_DRIVER)):
+            return os.path.abspath(d)
+    if explicit:
+        raise UsageError("PINGUARD_SIMCUDA=%s: no %s and %s there"
+                         % (explicit, SIMCUDA_RUNTIME, SIMCUDA_DRIVER))
+    raise UsageError("--simcuda: cannot find simcuda (%s, %s) in ../simcuda or ../build/simcuda "
+                     "next to the launcher; build it, or set PINGUARD_SIMCUDA to its directory"
+                     % (SIMCUDA_RUNTIME, SIMCUDA_DRIVER))
+
+
 def _is_sanitizer_runtime(entry):
     return os.path.basename(entry).startswith(_SANITIZER_RUNTIMES)
 
 
-def preload_list(lib, existing):
-    """LD_PRELOAD with `lib` in front of the existing entries (sanitizer runtimes stay first).
+def preload_list(lib, existing, after=()):
+    """LD_PRELOAD with `lib` in front of the existing entries (sanitizer runtimes stay first),
+    and the entries of `after` right behind it.
 
     The loader accepts both ':' and ' ' between entries; the result uses ':'. An existing
     libpinguard.so entry (this one, or another build's) is dropped: two shims in one process
     would each track and wrap the other."""
     entries = [e for e in existing.replace(" ", ":").split(":") if e] if existing else []
-    entries = [e for e in entries if os.path.basename(e) != LIB_NAME]
+    entries = [e for e in entries if os.path.basename(e) != LIB_NAME and e not in after]
     runtimes = [e for e in entries if _is_sanitizer_runtime(e)]
     others = [e for e in entries if not _is_sanitizer_runtime(e)]
-    return ":".join(runtimes + [lib] + others)
+    return ":".join(runtimes + [lib] + list(after) + others)
 
 
 def parse_options(text):
@@ -115,10 +139,22 @@ def merge_options(*layers):
     return format_options(list(merged.items()))
 
 
-def child_environment(lib, options, base=None):
+def child_environment(lib, options, base=None, simcuda_dir=None):
     """A copy of `base` (default: os.environ) with libpinguard.so preloaded and `options` as
-    PINGUARD_OPTIONS."""
+    PINGUARD_OPTIONS.
+
+    With simcuda_dir, the command runs on simcuda: its libcudart.so.13 is preloaded right after
+    libpinguard.so, and the directory goes first on LD_LIBRARY_PATH. Preloading is what makes it
+    the process's runtime even for libraries whose DT_RPATH names their own copy (PyTorch's wheel
+    does): the loader reuses an object already loaded under the same SONAME. It must come after
+    libpinguard.so, or its definitions would be found before pinguard's wrappers. The driver,
+    libcuda.so.1, is found through LD_LIBRARY_PATH when a library needs it."""
     env = dict(os.environ if base is None else base)
-    env["LD_PRELOAD"] = preload_list(lib, env.get("LD_PRELOAD", ""))
+    after = ()
+    if simcuda_dir:
+        after = (os.path.join(simcuda_dir, SIMCUDA_RUNTIME),)
+        paths = [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p and p != simcuda_dir]
+        env["LD_LIBRARY_PATH"] = ":".join([simcuda_dir] + paths)
+    env["LD_PRELOAD"] = preload_list(lib, env.get("LD_PRELOAD", ""), after)
     env["PINGUARD_OPTIONS"] = options
     return env

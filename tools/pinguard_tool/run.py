@@ -30,6 +30,12 @@ def add_arguments(parser):
     parser.add_argument("--options", metavar="K=V:...", action="append", default=[],
                         help="more PINGUARD_OPTIONS pairs; may be repeated. Precedence: the "
                              "environment's PINGUARD_OPTIONS < --options < the flags above")
+    parser.add_argument("--simcuda", action="store_true",
+                        help="run the command on simcuda, the simulated CUDA runtime and driver "
+                             "(no GPU needed): test a program's synchronization on any machine. "
+                             "Its copies and kernels run asynchronously on worker threads, "
+                             "SIMCUDA_LATENCY_US (default 2000) after their enqueue. Device code "
+                             "cannot run there: see the README")
     parser.add_argument("command", nargs="...", help="the command to run, after --")
 
 
@@ -44,7 +50,11 @@ def options_for(args, environ_options):
         flags.append(("log_path", os.path.join(os.path.abspath(args.log), "pinguard")))
     if args.json:
         flags.append(("log_format", "json"))
-    return pgenv.merge_options(environ_options, *args.options, flags)
+    # On simcuda the program is under test, not in production: full stacks (the unwinder) are
+    # worth their cost, and frame pointers stop at the first library built without them, as
+    # Python's and PyTorch's are. Lowest precedence: the user's settings win.
+    defaults = "fast_unwind=0" if getattr(args, "simcuda", False) else ""
+    return pgenv.merge_options(defaults, environ_options, *args.options, flags)
 
 
 def main(args, script_dir):
@@ -54,6 +64,7 @@ def main(args, script_dir):
     if not command:
         raise pgenv.UsageError("run: no command given (pinguard run [flags] -- cmd args...)")
     lib = pgenv.find_library(script_dir)
+    simcuda_dir = pgenv.find_simcuda(script_dir) if args.simcuda else None
     if args.log:
         try:
             os.makedirs(args.log, exist_ok=True)
@@ -61,7 +72,7 @@ def main(args, script_dir):
             raise pgenv.UsageError("run: cannot create log directory %s: %s"
                                    % (args.log, e.strerror))
     options = options_for(args, os.environ.get("PINGUARD_OPTIONS", ""))
-    child_env = pgenv.child_environment(lib, options)
+    child_env = pgenv.child_environment(lib, options, simcuda_dir=simcuda_dir)
     sys.stdout.flush()
     sys.stderr.flush()
     try:

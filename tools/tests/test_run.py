@@ -6,7 +6,8 @@ import json
 import os
 import tempfile
 
-from common import PYTHON, RUNTIME, base_env, check, e2e, main, pinguard, reports_of
+from common import (PYTHON, RUNTIME, SIMCUDA_DIR, base_env, check, e2e, main, pinguard,
+                    reports_of)
 
 FREE = "free-during-device-access"
 
@@ -76,6 +77,37 @@ def environment():
         check(r.rc == 2, "--guard and --no-guard exclude each other", r)
 
 
+SHOW_SIM_ENV = ("import os; print(os.environ['LD_PRELOAD']); print(os.environ['LD_LIBRARY_PATH']);"
+                " print(os.environ['PINGUARD_OPTIONS'])")
+
+
+def simcuda():
+    env = base_env(LD_LIBRARY_PATH="/opt/x:" + SIMCUDA_DIR)
+    env["LD_PRELOAD"] = ((RUNTIME + ":") if RUNTIME else "") + "libm.so.6"
+    r = pinguard("run", "--simcuda", "--", PYTHON, "-c", SHOW_SIM_ENV, env=env)
+    check(r.rc == 0, "the command ran", r)
+    preload, libpath, options = r.out.splitlines()[:3]
+    entries = preload.split(":")
+    want = ([RUNTIME] if RUNTIME else []) + ["libpinguard.so",
+                                             os.path.join(SIMCUDA_DIR, "libcudart.so.13"),
+                                             "libm.so.6"]
+    check([os.path.basename(e) if e.endswith("libpinguard.so") else e for e in entries] == want,
+          "simcuda's runtime is preloaded right after libpinguard.so: %s" % entries, r)
+    check(libpath.split(":") == [SIMCUDA_DIR, "/opt/x"],
+          "simcuda's directory (libcuda.so.1) goes first on LD_LIBRARY_PATH, once: %s" % libpath,
+          r)
+    check(options == "fast_unwind=0", "full stacks by default on simcuda: %s" % options, r)
+    r = pinguard("run", "--simcuda", "--options", "fast_unwind=1", "--", PYTHON, "-c",
+                 SHOW_SIM_ENV, env=env)
+    check(r.out.splitlines()[2] == "fast_unwind=1", "the user's fast_unwind wins", r)
+    # A CUDA program under the launcher's simcuda mode: the copy it frees too early is reported.
+    r = pinguard("run", "--simcuda", "--", e2e("free_during_copy"), "bug", env=env)
+    check(r.rc == 23 and reports_of(r.err, FREE) == 1, "reported on simcuda", r)
+    r = pinguard("run", "--simcuda", "--", "true",
+                 env=base_env(PINGUARD_SIMCUDA="/nonexistent/simcuda"))
+    check(r.rc == 2 and "PINGUARD_SIMCUDA" in r.err, "a bad PINGUARD_SIMCUDA is an error", r)
+
+
 def usage():
     for args in ([], ["frobnicate"], ["run"], ["run", "--mode", "loud", "--", "true"],
                  ["report"], ["selftest", "--bogus"]):
@@ -91,4 +123,4 @@ def usage():
 
 
 main({"audit": audit, "fixed": fixed, "enforce": enforce, "exitcode": exitcode_option,
-      "json_log": json_log, "environment": environment, "usage": usage})
+      "json_log": json_log, "environment": environment, "simcuda": simcuda, "usage": usage})
