@@ -242,11 +242,40 @@ void pg_decide_atfork_child(void) {
 /* Whether [p, p+n) lies in a MAP_SHARED mapping: guard pages probe such memory separately.
  * Asked once per cudaHostRegister while guard pages are on: one PROCMAP_QUERY ioctl, O(log n) in
  * the process's mappings (issue 9: reading all of /proc/self/maps made n registrations O(n^2)). */
-static bool is_shared_mapping(const void *p) { return pg_maps_is_shared(p) > 0; }
+/* Whether [lo, hi) is a block glibc's malloc mapped on its own (above its mmap threshold): the
+ * chunk starts on a page 16 bytes before the block, its size word (just before the block) has
+ * the IS_MMAPPED bit, and it spans whole pages covering the block. Only the block's own first page
+ * is read, which is mapped since the block is. Not instrumented: under AddressSanitizer, whose
+ * allocator is not glibc's, the word lies in a redzone (and the answer is simply no). */
+__attribute__((no_sanitize("address"))) static bool glibc_mmapped_block(uintptr_t lo, uintptr_t hi,
+                                                                       uintptr_t page) {
+  if ((lo & (page - 1)) != 2 * sizeof(size_t)) return false;
+  size_t word = *(const volatile size_t *)(lo - sizeof(size_t));
+  size_t chunk = word & ~(size_t)7;
+  uintptr_t start = lo - 2 * sizeof(size_t);
+  return (word & 2) && !(word & 4) && chunk % page == 0 && start + chunk >= hi &&
+         start + chunk - hi < page;
+}
+
+unsigned pg_decide_register_flags(const void *p, size_t n) {
+  if (!pg_guard_enabled() || !n) return 0; /* only guard pages need to know */
+  pg_mapping_t m;
+  if (pg_maps_query(p, &m) <= 0) return 0;
+  unsigned flags = m.shared ? PG_REGION_FLAG_SHARED : 0;
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = (uintptr_t)p, hi = lo + n;
+  uintptr_t hull_lo = lo & ~(page - 1), hull_hi = (hi + page - 1) & ~(page - 1);
+  if (lo == hull_lo && hi == hull_hi) return flags; /* no partial page */
+  /* The edges' other bytes are nobody's when the mapping is the block's hull (the kernel merges
+   * neighbouring anonymous mappings, so that is rare), or when the block is a malloc block
+   * mapped on its own (header and tail slack only). */
+  if ((m.lo >= hull_lo && m.hi <= hull_hi) ||
+      (m.lo <= hull_lo && m.hi >= hull_hi && glibc_mmapped_block(lo, hi, page)))
+    flags |= PG_REGION_FLAG_OWNS_EDGES;
+  return flags;
+}
 
 void pg_decide_pinned(void *p, size_t n, pg_pin_how_t how, unsigned flags, const pg_stack_t *st) {
-  if (how == PG_PIN_REGISTER && pg_guard_enabled() && is_shared_mapping(p))
-    flags |= PG_REGION_FLAG_SHARED;
   pg_region_add(p, n, how, flags, st);
   pg_stat_inc(PG_STAT_REGIONS_PINNED);
 }
@@ -482,9 +511,11 @@ void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *st) {
   /* This may run on a program's small alternate signal stack (SA_ONSTACK): keep the frame small.
    * Conflicts beyond these few are settled when the retried instruction faults again. */
   pg_access_t found[FAULT_FOUND];
-  /* A read races only with device writes; a write with any device access. */
-  probe_t q = {.kind = is_write ? PROBE_ANY : PROBE_WRITES, .p = (const void *)page,
-               .n = page_size};
+  /* A read races only with device writes; a write with any device access. The probe is the
+   * faulting byte (the first the instruction touches on this page): on a guarded edge page
+   * (PG_REGION_FLAG_OWNS_EDGES) the bytes outside the access are nobody's, and touching them is
+   * no conflict. Every other guarded page lies wholly inside the accesses guarding it. */
+  probe_t q = {.kind = is_write ? PROBE_ANY : PROBE_WRITES, .p = (const void *)addr, .n = 1};
   pg_report_kind_t kind =
       is_write ? PG_KIND_CPU_WRITE_DURING_DEVICE_ACCESS : PG_KIND_CPU_READ_DURING_DEVICE_WRITE;
   int total = settle(kind, &q, is_write ? "CPU write" : "CPU read", st, found, FAULT_FOUND, false,

@@ -52,6 +52,10 @@ void pg_decide_atfork_parent(void);
 void pg_decide_atfork_child(void);
 
 /* ---- pinning ------------------------------------------------------------------------------ */
+/* Before a real cudaHostRegister: what the memory's mapping says about it (PG_REGION_FLAG_*), to
+ * pass with its flags to pg_decide_pinned. Asked before the call, since a runtime may remap the
+ * pages it registers. */
+unsigned pg_decide_register_flags(const void *p, size_t n);
 void pg_decide_pinned(void *p, size_t n, pg_pin_how_t how, unsigned flags, const pg_stack_t *st);
 /* Unpinning (cudaFreeHost / cudaHostUnregister) comes in two halves around the real call. The
  * first waits (enforce) or reports (audit) for every in-flight access to the region that starts

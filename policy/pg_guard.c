@@ -246,12 +246,18 @@ static bool worth_guarding(uintptr_t lo, uintptr_t hi, pg_region_t *reg) {
          reg->size >= min_bytes;
 }
 
-bool pg_guard_on_begin(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx) {
+bool pg_guard_on_begin(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, void *ctx) {
   (void)ctx;
   pg_region_t reg;
-  if (!worth_guarding(lo, hi, &reg) || !kind_usable(&reg, lo, hi)) return false;
+  if (!worth_guarding(*lo, *hi, &reg) || !kind_usable(&reg, *lo, *hi)) return false;
+  /* Partial pages are guarded only at the edges of a region that owns them (see
+   * PG_REGION_FLAG_OWNS_EDGES): there the other bytes are nobody's data. */
+  if (reg.flags & PG_REGION_FLAG_OWNS_EDGES) {
+    if (*lo == reg.base) *lo &= ~(page_size - 1);
+    if (*hi == reg.base + reg.size) *hi = (*hi + page_size - 1) & ~(page_size - 1);
+  }
   count_arg_t c = {dir, +1};
-  for_pages(lo, hi, true, count_piece, &c);
+  for_pages(*lo, *hi, true, count_piece, &c);
   return true;
 }
 

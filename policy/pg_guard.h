@@ -25,7 +25,7 @@ void pg_guard_enable(size_t min_bytes);
 bool pg_guard_enabled(void);
 
 /* Tracker hooks: an access piece [lo, hi) began (true: its pages are counted) / retired. */
-bool pg_guard_on_begin(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx);
+bool pg_guard_on_begin(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, void *ctx);
 void pg_guard_on_retire(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx);
 
 /* The fault handler's first question, answered without a lock or a deep stack (it may run on a
@@ -71,6 +71,10 @@ void pg_guard_forget(uintptr_t lo, uintptr_t hi, bool unmapped);
 /* Marks whether the memory of a region is a MAP_SHARED mapping (decides its probe kind). */
 pg_guard_kind_t pg_guard_kind_of(pg_pin_how_t how, unsigned region_flags);
 #define PG_REGION_FLAG_SHARED 0x80000000u /* set by the shim on cudaHostRegister of shared memory */
+/* The region's mapping lies within the region's whole pages: the bytes its partial first and last
+ * pages hold besides the region belong to no other object (the header and tail of a large
+ * malloc block, which glibc maps on its own), so those pages may be guarded too. */
+#define PG_REGION_FLAG_OWNS_EDGES 0x40000000u
 
 /* Fork child: the child inherits the protections but no GPU work; make every page accessible. */
 void pg_guard_atfork_prepare(void);

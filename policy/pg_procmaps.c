@@ -82,7 +82,7 @@ static bool parse_line(const char *l, const char *end, uintptr_t *lo, uintptr_t 
   return true;
 }
 
-int pg_maps_scan_is_shared(const void *p) {
+static int scan_query(const void *p, pg_mapping_t *out) {
   atomic_fetch_add_explicit(&g_scans, 1, memory_order_relaxed);
   int fd = open_maps();
   if (fd < 0) return -1;
@@ -90,7 +90,7 @@ int pg_maps_scan_is_shared(const void *p) {
   uintptr_t a = (uintptr_t)p;
   char buf[4096];
   size_t have = 0;
-  int answer = -1;
+  int answer = -1; /* unknown until a line answers */
   bool done = false;
   while (!done) {
     /* The raw system call: the shim interposes read(2), and this is not the program's I/O. */
@@ -103,7 +103,11 @@ int pg_maps_scan_is_shared(const void *p) {
       uintptr_t lo, hi;
       char share;
       if (parse_line(line, nl, &lo, &hi, &share) && hi > a) {
-        if (lo <= a) answer = share == 's';
+        answer = 0;
+        if (lo <= a) {
+          *out = (pg_mapping_t){lo, hi, share == 's'};
+          answer = 1;
+        }
         done = true;
         break;
       }
@@ -115,10 +119,23 @@ int pg_maps_scan_is_shared(const void *p) {
     have -= used;
   }
   close(fd);
+  if (answer < 0 && !done) answer = 0; /* past the last mapping */
   return answer;
 }
 
+int pg_maps_scan_is_shared(const void *p) {
+  pg_mapping_t m;
+  int r = scan_query(p, &m);
+  return r > 0 ? m.shared : -1;
+}
+
 int pg_maps_is_shared(const void *p) {
+  pg_mapping_t m;
+  int r = pg_maps_query(p, &m);
+  return r > 0 ? m.shared : -1;
+}
+
+int pg_maps_query(const void *p, pg_mapping_t *out) {
   if (!atomic_load_explicit(&g_no_ioctl, memory_order_relaxed)) {
     int fd = maps_fd();
     if (fd >= 0) {
@@ -128,17 +145,19 @@ int pg_maps_is_shared(const void *p) {
       q.query_addr = (uint64_t)(uintptr_t)p;
       if (ioctl(fd, PG_PROCMAP_QUERY, &q) == 0) {
         atomic_fetch_add_explicit(&g_queries, 1, memory_order_relaxed);
-        return (q.vma_flags & PG_PROCMAP_VMA_SHARED) != 0;
+        *out = (pg_mapping_t){(uintptr_t)q.vma_start, (uintptr_t)q.vma_end,
+                              (q.vma_flags & PG_PROCMAP_VMA_SHARED) != 0};
+        return 1;
       }
       if (errno == ENOENT) { /* no mapping covers p */
         atomic_fetch_add_explicit(&g_queries, 1, memory_order_relaxed);
-        return -1;
+        return 0;
       }
       if (errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP)
         atomic_store_explicit(&g_no_ioctl, 1, memory_order_relaxed);
     }
   }
-  return pg_maps_scan_is_shared(p);
+  return scan_query(p, out);
 }
 
 pg_maps_counts_t pg_maps_counts(void) {

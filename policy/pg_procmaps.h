@@ -9,6 +9,13 @@
 /* 1: p lies in a MAP_SHARED mapping; 0: in a private one; -1: unmapped, or unknown. */
 int pg_maps_is_shared(const void *p);
 
+/* The mapping that holds p: 1 and its bounds and kind, 0 if p is unmapped, -1 if unknown. */
+typedef struct pg_mapping {
+  uintptr_t lo, hi;
+  int shared;
+} pg_mapping_t;
+int pg_maps_query(const void *p, pg_mapping_t *out);
+
 /* The fallback alone (tests): scans /proc/self/maps up to the mapping that holds p. */
 int pg_maps_scan_is_shared(const void *p);
 

@@ -31,8 +31,14 @@ PG_INTERCEPT(cudaError_t, cudaMallocHost, void **p, size_t size) {
 }
 
 PG_INTERCEPT(cudaError_t, cudaHostRegister, void *p, size_t size, unsigned int flags) {
+  unsigned kind = 0;
+  if (pg_shim_active()) {
+    pg_guard_t g = pg_shim_enter();
+    kind = pg_decide_register_flags(p, size);
+    pg_shim_leave(g);
+  }
   cudaError_t err = PG_FORWARD(cudaHostRegister, p, size, flags);
-  if (err == cudaSuccess) PG_NOTE_PINNED(p, size, PG_PIN_REGISTER, flags);
+  if (err == cudaSuccess) PG_NOTE_PINNED(p, size, PG_PIN_REGISTER, flags | kind);
   return err;
 }
 

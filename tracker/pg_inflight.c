@@ -299,7 +299,9 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
     pg_region_rec_t *r = a->region;
     /* Before `inserted` is set: no thread can retire the piece (and call the retire hook) until
      * its begin hook returned, so a guard page is never protected after its unprotect. */
-    a->hooked = pg_hook_begin && pg_hook_begin(a->pub.lo, a->pub.hi, a->pub.dir, pg_hook_ctx);
+    a->hook_lo = a->pub.lo;
+    a->hook_hi = a->pub.hi;
+    a->hooked = pg_hook_begin && pg_hook_begin(&a->hook_lo, &a->hook_hi, a->pub.dir, pg_hook_ctx);
     pthread_mutex_lock(&r->mu);
     /* A region removed since the lookup (or out of memory): the access is not indexed, but it
      * still retires from its stream. */
@@ -310,7 +312,7 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
     /* Its region's removal may have forgotten the pages before the begin hook counted them:
      * undo the count now, since no retirement will. */
     if (!indexed && a->hooked) {
-      pg_hook_retire(a->pub.lo, a->pub.hi, a->pub.dir, pg_hook_ctx);
+      pg_hook_retire(a->hook_lo, a->hook_hi, a->pub.dir, pg_hook_ctx);
       a->hooked = false;
     }
   }

@@ -313,7 +313,7 @@ void pg_stream_retire(pg_stream_t *st, size_t max) {
     /* Only while its region lives: a removed region's pages were forgotten with it, and its
      * address range may already belong to a new region whose counts are not this access's. */
     if (pg_inflight_remove(a) && a->hooked)
-      pg_hook_retire(a->pub.lo, a->pub.hi, a->pub.dir, pg_hook_ctx);
+      pg_hook_retire(a->hook_lo, a->hook_hi, a->pub.dir, pg_hook_ctx);
     atomic_fetch_sub_explicit(&pg_inflight_total, 1, memory_order_relaxed);
 
     pthread_mutex_lock(&st->mu);

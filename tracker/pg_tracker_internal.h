@@ -87,6 +87,7 @@ struct pg_acc {
   pg_access_t pub;
   bool blocking;               /* its stream is ordered by the legacy default stream */
   bool hooked;                 /* the begin hook counted it: the retire hook owes it one call */
+  uintptr_t hook_lo, hook_hi;  /* the range the begin hook counted */
   atomic_bool inserted;        /* in its region's set (or orphaned): retirement may take it */
   pg_region_rec_t *region;
   uint64_t region_gen;

@@ -57,8 +57,9 @@ def test_audit_store_report(alloc_conf):
 # first and last page of each block are shared with other heap memory, pinguard does not guard
 # them, and the CPU's accesses there go unseen (0 to 4 corrupted blocks of 256 here, depending on
 # where malloc puts the blocks: not strict).
-EDGE_PAGES = ("pinguard guards only pages wholly inside a pinned range; the unaligned edges of "
-              "torch's malloc+cudaHostRegister blocks stay unguarded")
+EDGE_PAGES = ("with pinned_use_cuda_host_register torch pins blocks carved from malloc's heap; "
+              "their first and last pages are shared with other heap data, which pinguard "
+              "never guards (a fault there could land inside malloc itself)")
 
 
 @pytest.mark.parametrize("bug", ["retrieve", "store"])

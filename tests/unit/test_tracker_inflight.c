@@ -180,11 +180,11 @@ static int hook_begins, hook_retires;
 static uintptr_t hook_lo, hook_hi;
 static pg_dir_t hook_dir;
 static bool hook_counts = true;
-static bool on_begin(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx) {
+static bool on_begin(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, void *ctx) {
   cr_assert_eq(ctx, &hook_begins);
   hook_begins++;
-  hook_lo = lo;
-  hook_hi = hi;
+  hook_lo = *lo;
+  hook_hi = *hi;
   hook_dir = dir;
   return hook_counts;
 }
