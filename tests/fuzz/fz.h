@@ -77,4 +77,7 @@ void fz_generate(uint64_t seed, const fz_cfg_t *cfg, fz_ops_t *out);
  * "false-negative", "data", "error") and a message. */
 int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap);
 
+/* A SIGSEGV/SIGBUS handler that prints a "CRASH ..." line on stdout, then dies of the signal. */
+void fz_install_crash_handler(void);
+
 #endif /* FZ_H */

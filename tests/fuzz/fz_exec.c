@@ -19,6 +19,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <ucontext.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +151,8 @@ static struct {
   size_t whycap;
 } M;
 
+static bool g_trace; /* FZ_TRACE: each op and buffer address on stderr */
+
 static void fail(const char *cls, int op, const char *fmt, ...) {
   if (M.failed) return;
   M.failed = true;
@@ -221,8 +225,8 @@ static void log_open(void) {
   if (!base) return;
   char path[512];
   snprintf(path, sizeof path, "%s.%d", base, (int)getpid());
-  M.logfd = open(path, O_RDONLY | O_CLOEXEC);
-  if (M.logfd >= 0) M.logoff = lseek(M.logfd, 0, SEEK_END);
+  M.logfd = open(path, O_RDONLY | O_CLOEXEC); /* pinguard makes it at its first report */
+  M.logoff = 0;
 }
 
 static void hrep_push(const rep_t *r) {
@@ -479,6 +483,9 @@ static void op_alloc(int i, const fz_op_t *o) {
   b->p = p;
   b->size = size;
   b->gen = ++M.next_gen;
+  if (g_trace)
+    fprintf(stderr, "pgfuzz:   slot %d = [%p, %p) (%s)\n", o->a[0] % M.cfg->slots, p,
+            (void *)((char *)p + size), how == 0 ? "cudaHostAlloc" : how == 1 ? "malloc" : "mmap");
   b->model = malloc(size);
   memset(b->model, fillv, size);
   memset(b->released, 0, sizeof b->released);
@@ -556,11 +563,19 @@ typedef struct enq {
 } enq_t;
 
 static void enq_before(enq_t *q, uint64_t opened) {
+  bool may_have_waited = false;
   for (int k = 0; k < q->n; k++) {
     conf_ctx_t c = {q->b->gen, q->sp[k], q->s};
     q->must[k] = false;
-    for (size_t j = 0; j < M.nd; j++)
-      if (conf_ok(&M.d[j], &c) && pending(M.d[j].gate, opened)) q->must[k] = true;
+    bool candidate = false;
+    for (size_t j = 0; j < M.nd; j++) {
+      if (!conf_ok(&M.d[j], &c)) continue;
+      candidate = true;
+      if (pending(M.d[j].gate, opened)) q->must[k] = true;
+    }
+    /* In enforce mode the check of an earlier span may have waited, which opens the gates. */
+    if (may_have_waited) q->must[k] = false;
+    if (candidate && M.cfg->mode_enforce) may_have_waited = true;
   }
 }
 
@@ -796,6 +811,11 @@ static void learn(const vc_t *v) { vc_join(&M.host, v); }
 static void exec_op(int i) {
   const fz_op_t *o = &M.ops->v[i];
   uint64_t opened = fz_gate_opened();
+  if (g_trace) {
+    char line[160];
+    fz_op_format(o, line, sizeof line);
+    fprintf(stderr, "pgfuzz: op #%d [%s] gates open up to %lu\n", i, line, (unsigned long)opened);
+  }
   cudaError_t err = cudaSuccess;
   switch (o->code) {
     case FZ_ALLOC: op_alloc(i, o); break;
@@ -914,6 +934,38 @@ static void check_hostfn_reports(void) {
   }
 }
 
+/* ---- crashes -------------------------------------------------------------------------------- */
+/* A SIGSEGV that pinguard did not take as its own reaches this handler (pinguard chains to the
+ * application's handler): says where it hit, relative to the buffers and the stack pointer, then
+ * dies of the signal. */
+static void on_crash(int sig, siginfo_t *info, void *uctx) {
+  ucontext_t *uc = uctx;
+  uintptr_t a = (uintptr_t)info->si_addr;
+  uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+  char line[300];
+  int slot = -1;
+  for (int k = 0; k < FZ_MAXB; k++)
+    if (M.b[k].alive && a >= (uintptr_t)M.b[k].p && a < (uintptr_t)M.b[k].p + M.b[k].size) slot = k;
+  int n = snprintf(line, sizeof line,
+                   "CRASH signal %d (si_code %d) at 0x%lx, %s %d, %ld bytes from the faulting "
+                   "thread's stack pointer\n",
+                   sig, info->si_code, (unsigned long)a, slot >= 0 ? "in the buffer of slot" : "slot",
+                   slot, (long)(a - sp));
+  ssize_t w = write(1, line, (size_t)n);
+  (void)w;
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void fz_install_crash_handler(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_crash;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGSEGV, &sa, NULL);
+  sigaction(SIGBUS, &sa, NULL);
+}
+
 /* ---- threads -------------------------------------------------------------------------------- */
 typedef struct thr {
   int id;
@@ -948,6 +1000,7 @@ int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap) 
   M.whycap = cap;
   M.logfd = first ? -1 : keepfd;
   M.logoff = keepoff;
+  g_trace = getenv("FZ_TRACE") != NULL;
   why[0] = 0;
   pthread_mutex_init(&M.mu, NULL);
   pthread_cond_init(&M.cv, NULL);

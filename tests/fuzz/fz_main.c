@@ -113,6 +113,7 @@ static void cfg_from_header(const char *path, fz_cfg_t *c) {
 /* ---- the child: runs seeds or an op file, one result line each ---------------------------- */
 static int child_main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
+  fz_install_crash_handler();
   char why[1024];
   if (O.replay) {
     fz_cfg_t cfg = O.cfg;
@@ -150,18 +151,22 @@ typedef struct child {
   pid_t pid;
   int fd;
   long next, hi;    /* seeds next..hi still to report */
+  long first;       /* the first seed it ran */
   double deadline;
   char buf[8192];
   size_t n;
   bool replay;
   char result[1100]; /* replay: the result line */
+  char crash[400];   /* a CRASH line, if the child printed one */
 } child_t;
 
 static char g_logdir[256];
 static int g_nchild;
 static long g_failed_seeds[1024];
+static long g_failed_from[1024]; /* first seed of the child process that ran it */
 static char *g_failed_why[1024];
 static int g_nfailed;
+static bool g_quiet; /* re-running seeds: no FAIL lines */
 static long g_seeds_run, g_ops_run;
 
 static void set_child_env(int latency) {
@@ -229,18 +234,20 @@ static void spawn(child_t *c, long lo, long hi, const char *replay) {
   c->pid = pid;
   c->fd = p[0];
   c->next = lo;
+  c->first = lo;
   c->hi = hi;
   c->replay = replay != NULL;
   c->deadline = now_s() + O.timeout;
 }
 
-static void record_failure(long seed, const char *why) {
+static void record_failure(long seed, long from, const char *why) {
   if (g_nfailed < 1024) {
     g_failed_seeds[g_nfailed] = seed;
+    g_failed_from[g_nfailed] = from;
     g_failed_why[g_nfailed] = strdup(why);
     g_nfailed++;
   }
-  if (!O.replay) {
+  if (!O.replay && !g_quiet) {
     printf("FAIL seed %ld: %s\n", seed, why);
     fflush(stdout);
   }
@@ -261,10 +268,11 @@ static void child_lines(child_t *c) {
       if (c->replay) snprintf(c->result, sizeof c->result, "%s", start + 5 + off);
       else {
         g_seeds_run++;
-        record_failure(seed, start + 5 + off);
+        record_failure(seed, c->first, start + 5 + off);
       }
       c->next = seed + 1;
     }
+    if (!strncmp(start, "CRASH ", 6)) snprintf(c->crash, sizeof c->crash, "%s", start + 6);
     c->deadline = now_s() + O.timeout;
     start = nl + 1;
   }
@@ -282,9 +290,11 @@ static bool child_finish(child_t *c, bool timed_out) {
   c->pid = 0;
   bool complete = c->replay ? c->result[0] != 0 : c->next > c->hi;
   if (complete) return true;
-  char why[200];
+  char why[500];
   if (timed_out)
     snprintf(why, sizeof why, "timeout: no result within %.0f s (deadlock?)", O.timeout);
+  else if (WIFSIGNALED(st) && c->crash[0])
+    snprintf(why, sizeof why, "crash: %s", c->crash);
   else if (WIFSIGNALED(st))
     snprintf(why, sizeof why, "crash: killed by signal %d", WTERMSIG(st));
   else
@@ -292,7 +302,7 @@ static bool child_finish(child_t *c, bool timed_out) {
   if (c->replay) snprintf(c->result, sizeof c->result, "%s", why);
   else {
     g_seeds_run++;
-    record_failure(c->next, why);
+    record_failure(c->next, c->first, why);
   }
   return false;
 }
@@ -369,11 +379,14 @@ static const char *replay_once(const char *path) {
   return strcmp(c.result, "OK") ? c.result : NULL;
 }
 
+/* A failure's class: its kind and the name of the op it failed at ("false-positive HOSTFN"), so
+ * that shrinking keeps to the same failure. */
 static void class_of(const char *why, char *out, size_t cap) {
   size_t n = strcspn(why, " :");
-  if (n >= cap) n = cap - 1;
-  memcpy(out, why, n);
-  out[n] = 0;
+  char name[32] = "";
+  const char *br = strchr(why, '[');
+  if (br) sscanf(br + 1, "%*d %31[A-Z]", name);
+  snprintf(out, cap, "%.*s %s", (int)n, why, name);
 }
 
 static void write_ops(const char *path, const fz_op_t *v, size_t n, const char *comment) {
@@ -433,7 +446,7 @@ static size_t shrink(fz_op_t *v, size_t n, const char *cls, char *why, size_t ca
   return n;
 }
 
-static void report_failure(long seed, const char *why0) {
+static void report_failure(long seed, long from, const char *why0) {
   char cls[64];
   class_of(why0, cls, sizeof cls);
   fz_ops_t ops = {0};
@@ -446,9 +459,41 @@ static void report_failure(long seed, const char *why0) {
     if (still_fails(ops.v, ops.n, cls, why, sizeof why)) reproduced = 1;
   printf("\n==== seed %ld (%s mode) failed: %s\n", seed, O.cfg.mode_enforce ? "enforce" : "audit",
          why0);
+  if (!reproduced && from < seed) {
+    /* Again after the seeds that ran before it in the same process. */
+    child_t c;
+    g_quiet = true;
+    spawn(&c, from, seed, NULL);
+    while (c.pid) {
+      struct pollfd pf = {.fd = c.fd, .events = POLLIN};
+      double left = c.deadline - now_s();
+      if (poll(&pf, 1, left > 0 ? (int)(left * 1000) + 1 : 0) > 0) {
+        ssize_t got = read(c.fd, c.buf + c.n, sizeof c.buf - 1 - c.n);
+        if (got > 0) {
+          c.n += (size_t)got;
+          int before = g_nfailed;
+          child_lines(&c);
+          for (int k = before; k < g_nfailed; k++)
+            if (g_failed_seeds[k] == seed) reproduced = 2;
+          g_nfailed = before;
+          continue;
+        }
+        child_finish(&c, false);
+      } else if (now_s() > c.deadline) {
+        child_finish(&c, true);
+      }
+    }
+  }
+  g_quiet = false;
+  if (reproduced == 2) {
+    printf("     reproduced only after the seeds before it in one process: pgfuzz --seeds %ld-%ld "
+           "--per-proc %ld (same flags)\n", from, seed, seed - from + 1);
+    fz_ops_free(&ops);
+    return;
+  }
   if (!reproduced) {
-    printf("     not reproduced when the seed runs alone (3 tries): timing or an earlier seed's "
-           "leftovers\n");
+    printf("     not reproduced when the seed runs alone (3 tries) or after its predecessors: "
+           "timing\n");
     fz_ops_free(&ops);
     return;
   }
@@ -553,7 +598,7 @@ int main(int argc, char **argv) {
          O.cfg.mode_enforce ? "enforce" : "audit", t1 - t0, g_nfailed);
   fflush(stdout);
   int shown = 0;
-  for (int k = 0; k < g_nfailed && shown < 3; k++, shown++) report_failure(g_failed_seeds[k], g_failed_why[k]);
+  for (int k = 0; k < g_nfailed && shown < 3; k++, shown++) report_failure(g_failed_seeds[k], g_failed_from[k], g_failed_why[k]);
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_logdir);
   if (system(cmd)) {
