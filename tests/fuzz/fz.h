@@ -58,6 +58,8 @@ typedef struct fz_cfg {
   int threads, streams, events, slots;
   int ops;              /* ops per seed */
   bool excluded[FZ_NCODES]; /* op kinds the generator leaves out (--no-KIND) */
+  bool no_malloc, no_mmap;  /* pinning kinds left out (--no-malloc, --no-mmap) */
+  bool roomy_stacks;        /* --roomy-stacks: no mapping within 2 MiB of a thread's stack */
   unsigned guard_min;   /* pinguard's guard_min_bytes, as the child was told */
 } fz_cfg_t;
 

@@ -95,6 +95,9 @@ typedef struct event {
   bool recorded;
   vc_t vc;
   uint64_t gate;
+  int stream;       /* where the latest record was made */
+  uint32_t pos;     /* and its position there */
+  bool waited;      /* a stream waits on the latest record */
 } event_t;
 
 /* A report parsed from pinguard's JSON log. */
@@ -826,12 +829,19 @@ static void exec_op(int i) {
     case FZ_HOSTFN: op_hostfn(i, o); break;
     case FZ_EVREC: {
       int e = o->a[0] % M.cfg->events, s = o->a[1] % M.cfg->streams;
+      event_t *ev = &M.ev[e];
+      /* simcuda keeps only an event's latest record, and a newer record that completes first
+       * may release the waiters of an older one early. Not re-recorded, then, while a stream
+       * waits on a record that may not have completed. */
+      if (ev->recorded && ev->waited && M.host.c[ev->stream] < ev->pos) break;
       err = (i & 1) ? cudaEventRecord(M.e[e], S(s)) : cudaEventRecord_ptsz(M.e[e], S(s));
       if (err == cudaSuccess) {
-        vc_join(&M.svc[s], &M.host);
-        M.ev[e].recorded = true;
-        M.ev[e].vc = M.svc[s];
-        M.ev[e].gate = M.sgate[s];
+        ev->pos = stream_advance(s);
+        ev->stream = s;
+        ev->recorded = true;
+        ev->waited = false;
+        ev->vc = M.svc[s];
+        ev->gate = M.sgate[s];
       }
       break;
     }
@@ -839,6 +849,7 @@ static void exec_op(int i) {
       int s = o->a[0] % M.cfg->streams, e = o->a[1] % M.cfg->events;
       err = (i & 1) ? cudaStreamWaitEvent(S(s), M.e[e], 0) : cudaStreamWaitEvent_ptsz(S(s), M.e[e], 0);
       if (err == cudaSuccess && M.ev[e].recorded) {
+        M.ev[e].waited = true;
         vc_join(&M.svc[s], &M.ev[e].vc);
         if (M.ev[e].gate > M.sgate[s]) M.sgate[s] = M.ev[e].gate;
       }
@@ -938,6 +949,8 @@ static void check_hostfn_reports(void) {
 /* A SIGSEGV that pinguard did not take as its own reaches this handler (pinguard chains to the
  * application's handler): says where it hit, relative to the buffers and the stack pointer, then
  * dies of the signal. */
+static __thread int t_app_thread; /* 1 + the application thread's index; 0 elsewhere */
+
 static void on_crash(int sig, siginfo_t *info, void *uctx) {
   ucontext_t *uc = uctx;
   uintptr_t a = (uintptr_t)info->si_addr;
@@ -948,9 +961,10 @@ static void on_crash(int sig, siginfo_t *info, void *uctx) {
     if (M.b[k].alive && a >= (uintptr_t)M.b[k].p && a < (uintptr_t)M.b[k].p + M.b[k].size) slot = k;
   int n = snprintf(line, sizeof line,
                    "CRASH signal %d (si_code %d) at 0x%lx, %s %d, %ld bytes from the faulting "
-                   "thread's stack pointer\n",
+                   "thread's stack pointer, on %s %d\n",
                    sig, info->si_code, (unsigned long)a, slot >= 0 ? "in the buffer of slot" : "slot",
-                   slot, (long)(a - sp));
+                   slot, (long)(a - sp), t_app_thread ? "application thread" : "a runtime thread (host function)",
+                   t_app_thread - 1);
   ssize_t w = write(1, line, (size_t)n);
   (void)w;
   signal(sig, SIG_DFL);
@@ -973,6 +987,7 @@ typedef struct thr {
 
 static void *thread_main(void *arg) {
   int me = ((thr_t *)arg)->id;
+  t_app_thread = me + 1;
   pthread_mutex_lock(&M.mu);
   for (;;) {
     while (M.turn < M.ops->n && !M.failed && M.ops->v[M.turn].t % M.cfg->threads != me)
@@ -1020,11 +1035,29 @@ int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap) 
 
   pthread_t th[FZ_MAXT];
   thr_t ids[FZ_MAXT];
+  /* --roomy-stacks: each thread's stack between two 2 MiB inaccessible gaps, so that no buffer
+   * is ever mapped close to a stack pointer (F4 in FINDINGS.md). */
+  const size_t stack_bytes = 8u << 20, gap = 2u << 20;
+  void *stacks[FZ_MAXT] = {0};
   for (int t = 0; t < cfg->threads; t++) {
     ids[t].id = t;
-    pthread_create(&th[t], NULL, thread_main, &ids[t]);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (cfg->roomy_stacks) {
+      void *m = mmap(NULL, stack_bytes + 2 * gap, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m != MAP_FAILED &&
+          mprotect((char *)m + gap, stack_bytes, PROT_READ | PROT_WRITE) == 0) {
+        stacks[t] = m;
+        pthread_attr_setstack(&attr, (char *)m + gap, stack_bytes);
+      }
+    }
+    pthread_create(&th[t], &attr, thread_main, &ids[t]);
+    pthread_attr_destroy(&attr);
   }
-  for (int t = 0; t < cfg->threads; t++) pthread_join(th[t], NULL);
+  for (int t = 0; t < cfg->threads; t++) {
+    pthread_join(th[t], NULL);
+    if (stacks[t]) munmap(stacks[t], stack_bytes + 2 * gap);
+  }
 
   /* The end: everything completes, then the buffers must hold program order's bytes. */
   fz_gate_open_all();

@@ -80,6 +80,15 @@ static int cfg_flag(fz_cfg_t *c, const char *f, const char *v, int *used) {
     c->ops = clampi(v ? atol(v) : 0, 1, 100000);
   } else if (!strcmp(f, "--guard-min")) {
     c->guard_min = (unsigned)(v ? atol(v) : 4096);
+  } else if (!strcmp(f, "--no-malloc")) {
+    c->no_malloc = true;
+    *used = 0;
+  } else if (!strcmp(f, "--roomy-stacks")) {
+    c->roomy_stacks = true;
+    *used = 0;
+  } else if (!strcmp(f, "--no-mmap")) {
+    c->no_mmap = true;
+    *used = 0;
   } else if (!strncmp(f, "--no-", 5)) {
     int code = fz_code_from_name(f + 5);
     if (code < 0) {
