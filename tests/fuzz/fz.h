@@ -8,10 +8,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define FZ_MAXT 4      /* application threads */
-#define FZ_MAXS 6      /* streams */
-#define FZ_MAXE 6      /* events */
-#define FZ_MAXB 6      /* buffer slots */
+#define FZ_MAXT 8      /* application threads */
+#define FZ_MAXS 16     /* streams (in all) */
+#define FZ_MAXE 16     /* events (in all) */
+#define FZ_MAXB 16     /* buffer slots (in all) */
 #define FZ_PAGE 4096u
 #define FZ_MAXPAGES 8  /* pages per pinned buffer */
 #define FZ_DEVBYTES (FZ_MAXPAGES * FZ_PAGE * 2) /* device scratch per stream */
@@ -59,7 +59,9 @@ typedef struct fz_cfg {
   int ops;              /* ops per seed */
   bool excluded[FZ_NCODES]; /* op kinds the generator leaves out (--no-KIND) */
   bool no_malloc, no_mmap;  /* pinning kinds left out (--no-malloc, --no-mmap) */
-  bool roomy_stacks;        /* --roomy-stacks: no mapping within 2 MiB of a thread's stack */
+  bool roomy_stacks;
+  bool concurrent;          /* --concurrent: threads run at once, each on its own streams,
+                               events and buffers (counts above are then per thread) */        /* --roomy-stacks: no mapping within 2 MiB of a thread's stack */
   unsigned guard_min;   /* pinguard's guard_min_bytes, as the child was told */
 } fz_cfg_t;
 

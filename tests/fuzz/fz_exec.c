@@ -32,6 +32,7 @@
 #include "fz_gate.h"
 #include "simcuda_kernel.h"
 #include "simcuda_ptsz.h"
+#include "pinguard.h"
 
 /* ---- the simulated kernel ------------------------------------------------------------------- */
 /* kind 0: fill host[0,len) with val; 1: dev[0,len) = host; 2: host = dev. */
@@ -104,6 +105,8 @@ typedef struct event {
 #define MAXG 8
 typedef struct rep {
   char kind[48];
+  char what[32];     /* access.what */
+  unsigned thread;   /* access.thread: pinguard's number of the violating thread */
   uintptr_t addr;
   size_t len;
   bool hostfn;
@@ -119,7 +122,29 @@ typedef struct hostfn_arg {
   size_t len;
 } hostfn_arg_t;
 
+/* The model of one application thread's world: all of it in turn-taking runs (one host clock,
+ * shared), its own streams, events and buffers in --concurrent runs. */
+typedef struct tmodel {
+  vc_t host;
+  dacc_t *d;
+  size_t nd, capd;
+  hfn_t *h;
+  size_t nh, caph;
+  hostfn_arg_t **hargs;
+  size_t nhargs;
+  unsigned pgtid;  /* pinguard's number for this thread (--concurrent: learned from a probe) */
+  uintptr_t probe; /* the probe's buffer while it runs */
+  rep_t q[64];     /* its reports, not yet checked (--concurrent) */
+  size_t nq;
+} tmodel_t;
+
+static __thread tmodel_t *T;
+static __thread int t_base_s, t_base_e, t_base_b; /* its first stream, event and slot */
+static __thread uint64_t t_opens0;                /* fz_gate_opens() when the op began */
+
 static struct {
+  tmodel_t tm[FZ_MAXT];
+  pthread_mutex_t logmu; /* the log reader (--concurrent) */
   const fz_cfg_t *cfg;
   const fz_ops_t *ops;
   cudaStream_t s[FZ_MAXS];
@@ -127,17 +152,10 @@ static struct {
   uint64_t sgate[FZ_MAXS];
   cudaEvent_t e[FZ_MAXE];
   event_t ev[FZ_MAXE];
-  vc_t host;
   unsigned char *dev[FZ_MAXS];
   unsigned char devmodel[FZ_MAXS][FZ_DEVBYTES];
   buf_t b[FZ_MAXB];
-  uint64_t next_gen;
-  dacc_t *d;
-  size_t nd, capd;
-  hfn_t *h;
-  size_t nh, caph;
-  hostfn_arg_t **hargs;
-  size_t nhargs;
+  _Atomic uint64_t next_gen;
   /* the log */
   int logfd;
   off_t logoff;
@@ -156,8 +174,14 @@ static struct {
 
 static bool g_trace; /* FZ_TRACE: each op and buffer address on stderr */
 
+static pthread_mutex_t g_failmu = PTHREAD_MUTEX_INITIALIZER;
+
 static void fail(const char *cls, int op, const char *fmt, ...) {
-  if (M.failed) return;
+  pthread_mutex_lock(&g_failmu);
+  if (M.failed) {
+    pthread_mutex_unlock(&g_failmu);
+    return;
+  }
   M.failed = true;
   char msg[512];
   va_list ap;
@@ -167,6 +191,7 @@ static void fail(const char *cls, int op, const char *fmt, ...) {
   char line[160] = "";
   if (op >= 0) fz_op_format(&M.ops->v[op], line, sizeof line);
   snprintf(M.why, M.whycap, "%s op #%d [%s]: %s", cls, op, line, msg);
+  pthread_mutex_unlock(&g_failmu);
 }
 
 /* ---- the log ---------------------------------------------------------------------------------- */
@@ -204,6 +229,8 @@ static bool parse_report(const char *line, rep_t *r) {
   const char *gpu = strstr(line, "\"gpu\":[");
   const char *tot = strstr(line, "\"gpu_total\":");
   if (!acc || !gpu || !tot) return false;
+  json_str(acc, "what", r->what, sizeof r->what);
+  if (json_num(acc, "thread", &v)) r->thread = (unsigned)v;
   const char *hf = strstr(acc, "fz_hostfn_touch");
   r->hostfn = hf && hf < gpu;
   if (json_num(tot, "gpu_total", &v)) r->total = (unsigned)v;
@@ -245,7 +272,39 @@ static void release_pages_of(const rep_t *r);
 
 /* New complete report lines since the last call: those of host functions are kept for the end,
  * the others returned (at most cap). */
+static void route(const rep_t *r, rep_t *out, size_t cap, size_t *n) {
+  if (M.cfg->concurrent) {
+    for (int t = 0; t < M.cfg->threads; t++) {
+      tmodel_t *m = &M.tm[t];
+      if (m->probe && r->addr == m->probe && !strcmp(r->kind, "release-during-device-access")) {
+        m->pgtid = r->thread;
+        return;
+      }
+    }
+    for (int t = 0; t < M.cfg->threads; t++) {
+      tmodel_t *m = &M.tm[t];
+      if (m != T && m->pgtid && m->pgtid == r->thread) {
+        if (m->nq < sizeof m->q / sizeof *m->q) m->q[m->nq++] = *r;
+        return;
+      }
+    }
+  }
+  if (*n < cap) out[(*n)++] = *r;
+}
+
+static size_t log_collect_locked(rep_t *out, size_t cap);
 static size_t log_collect(rep_t *out, size_t cap) {
+  if (!M.cfg->concurrent) return log_collect_locked(out, cap);
+  pthread_mutex_lock(&M.logmu);
+  size_t n = 0;
+  for (; n < T->nq && n < cap; n++) out[n] = T->q[n];
+  T->nq = 0;
+  n += log_collect_locked(out + n, cap - n);
+  pthread_mutex_unlock(&M.logmu);
+  return n;
+}
+
+static size_t log_collect_locked(rep_t *out, size_t cap) {
   log_open();
   if (M.logfd < 0) return 0;
   size_t n = 0;
@@ -262,9 +321,9 @@ static size_t log_collect(rep_t *out, size_t cap) {
       if (parse_report(start, &r)) {
         if (r.hostfn) {
           hrep_push(&r);
-          if (!M.cfg->mode_enforce) release_pages_of(&r);
-        } else if (n < cap) {
-          out[n++] = r;
+          if (!M.cfg->mode_enforce && !M.cfg->concurrent) release_pages_of(&r);
+        } else {
+          route(&r, out, cap, &n);
         }
       }
       start = nl + 1;
@@ -277,12 +336,12 @@ static size_t log_collect(rep_t *out, size_t cap) {
 }
 
 /* ---- model helpers ------------------------------------------------------------------------- */
-static bool hb_before_host(const dacc_t *d) { return M.host.c[d->stream] >= d->pos; }
+static bool hb_before_host(const dacc_t *d) { return T->host.c[d->stream] >= d->pos; }
 
 static bool ordered_before_stream(const dacc_t *d, int s) {
   if (d->stream == s) return true;
   vc_t v = M.svc[s];
-  vc_join(&v, &M.host);
+  vc_join(&v, &T->host);
   return v.c[d->stream] >= d->pos;
 }
 
@@ -297,12 +356,12 @@ static bool pending(uint64_t gate, uint64_t opened) { return gate > opened; }
 static bool overlaps(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d) { return a < d && c < b; }
 
 static dacc_t *dacc_push(void) {
-  if (M.nd == M.capd) {
-    M.capd = M.capd ? M.capd * 2 : 64;
-    M.d = realloc(M.d, M.capd * sizeof *M.d);
-    if (!M.d) abort();
+  if (T->nd == T->capd) {
+    T->capd = T->capd ? T->capd * 2 : 64;
+    T->d = realloc(T->d, T->capd * sizeof *T->d);
+    if (!T->d) abort();
   }
-  dacc_t *d = &M.d[M.nd++];
+  dacc_t *d = &T->d[T->nd++];
   memset(d, 0, sizeof *d);
   return d;
 }
@@ -334,8 +393,8 @@ static void rearm(buf_t *b, uintptr_t lo, uintptr_t hi) {
 typedef bool (*acc_pred)(const dacc_t *d, const void *ctx);
 static bool gpu_entry_valid(uintptr_t addr, size_t len, uintptr_t stream, acc_pred ok,
                             const void *ctx) {
-  for (size_t i = 0; i < M.nd; i++) {
-    const dacc_t *d = &M.d[i];
+  for (size_t i = 0; i < T->nd; i++) {
+    const dacc_t *d = &T->d[i];
     if (d->lo == addr && d->hi - d->lo == len && (uintptr_t)M.s[d->stream] == stream &&
         ok(d, ctx))
       return true;
@@ -345,8 +404,8 @@ static bool gpu_entry_valid(uintptr_t addr, size_t len, uintptr_t stream, acc_pr
 
 static size_t count_matching(acc_pred ok, const void *ctx) {
   size_t n = 0;
-  for (size_t i = 0; i < M.nd; i++)
-    if (ok(&M.d[i], ctx)) n++;
+  for (size_t i = 0; i < T->nd; i++)
+    if (ok(&T->d[i], ctx)) n++;
   return n;
 }
 
@@ -401,7 +460,31 @@ static bool cpu_ok(const dacc_t *d, const void *vctx) {
 
 /* A host function that may be running now (not behind a closed gate, not known complete). */
 static bool hfn_may_run(const hfn_t *h, uint64_t opened) {
-  return !pending(h->gate, opened) && M.host.c[h->stream] < h->pos;
+  return !pending(h->gate, opened) && T->host.c[h->stream] < h->pos;
+}
+
+/* Where a GPU access named in a report comes from, in the model's terms. */
+static void describe_access(uintptr_t addr, size_t len, uintptr_t stream, char *out, size_t cap) {
+  int si = -1;
+  for (int k = 0; k < FZ_MAXS; k++)
+    if (M.s[k] && (uintptr_t)M.s[k] == stream) si = k;
+  int owner = M.cfg->concurrent && si >= 0 ? si / M.cfg->streams : 0;
+  const char *state = "the model has no such access";
+  int op = -1;
+  if (si >= 0) {
+    tmodel_t *m = &M.tm[owner];
+    for (size_t k = 0; k < m->nd; k++) {
+      const dacc_t *d = &m->d[k];
+      if (d->lo == addr && d->hi - d->lo == len && d->stream == si) {
+        op = d->op;
+        state = !d->live                            ? "its buffer was unpinned since"
+                : m->host.c[d->stream] >= d->pos    ? "its thread's host has synchronized with it"
+                                                    : "it overlaps, but not this op's bytes";
+      }
+    }
+  }
+  snprintf(out, cap, "stream %d%s%d, op #%d: %s", si, M.cfg->concurrent ? " of thread " : "",
+           M.cfg->concurrent ? owner : 0, op, state);
 }
 
 /* ---- the ops ------------------------------------------------------------------------------- */
@@ -410,8 +493,8 @@ static void check_reports(int op, const rep_t *r, size_t n, const char *kind, ac
                           bool must, const char *must_why) {
   for (size_t i = 0; i < n; i++) {
     if (strcmp(r[i].kind, kind) != 0) {
-      fail("false-positive", op, "unexpected %s report at 0x%lx", r[i].kind,
-           (unsigned long)r[i].addr);
+      fail("false-positive", op, "unexpected %s report at 0x%lx (%s by pinguard's T%u)",
+           r[i].kind, (unsigned long)r[i].addr, r[i].what, r[i].thread);
       return;
     }
     if (page) {
@@ -421,11 +504,13 @@ static void check_reports(int op, const rep_t *r, size_t n, const char *kind, ac
     }
     for (unsigned g = 0; g < r[i].ngpu; g++) {
       if (!gpu_entry_valid(r[i].g[g].addr, r[i].g[g].len, r[i].g[g].stream, ok, ctx)) {
+        char where[200];
+        describe_access(r[i].g[g].addr, r[i].g[g].len, r[i].g[g].stream, where, sizeof where);
         fail("false-positive", op,
              "%s names the access of %zu bytes at 0x%lx on stream 0x%lx, which the model "
-             "orders before this op (or does not have)",
+             "orders before this op (or does not have): %s",
              kind, r[i].g[g].len, (unsigned long)r[i].g[g].addr,
-             (unsigned long)r[i].g[g].stream);
+             (unsigned long)r[i].g[g].stream, where);
         return;
       }
     }
@@ -436,6 +521,9 @@ static void check_reports(int op, const rep_t *r, size_t n, const char *kind, ac
       return;
     }
   }
+  /* Concurrent runs: other threads open gates at any time, so a requirement holds only when
+   * no opening happened during the op. */
+  if (M.cfg->concurrent && fz_gate_opens() != t_opens0) must = false;
   if (must) {
     bool seen = false;
     for (size_t i = 0; i < n; i++)
@@ -444,16 +532,16 @@ static void check_reports(int op, const rep_t *r, size_t n, const char *kind, ac
   }
 }
 
-static cudaStream_t S(int i) { return M.s[i % M.cfg->streams]; }
+static cudaStream_t S(int i) { return M.s[i]; }
 
 /* Before an enqueue on stream s: the host's knowledge flows into the stream. */
 static uint32_t stream_advance(int s) {
-  vc_join(&M.svc[s], &M.host);
+  vc_join(&M.svc[s], &T->host);
   return ++M.svc[s].c[s];
 }
 
 static void op_alloc(int i, const fz_op_t *o) {
-  buf_t *b = &M.b[o->a[0] % M.cfg->slots];
+  buf_t *b = &M.b[o->a[0] % M.cfg->slots + t_base_b];
   if (b->alive) return;
   size_t size = (size_t)(o->a[1] < 1 ? 1 : o->a[1] > FZ_MAXPAGES ? FZ_MAXPAGES : o->a[1]) * FZ_PAGE;
   void *p = NULL;
@@ -513,12 +601,12 @@ static void buf_release(buf_t *b) {
 }
 
 static void op_free(int i, const fz_op_t *o, uint64_t opened) {
-  buf_t *b = &M.b[o->a[0] % M.cfg->slots];
+  buf_t *b = &M.b[o->a[0] % M.cfg->slots + t_base_b];
   if (!b->alive) return;
   free_ctx_t c = {b->gen};
   bool must = false;
-  for (size_t k = 0; k < M.nd; k++)
-    if (free_ok(&M.d[k], &c) && pending(M.d[k].gate, opened)) must = true;
+  for (size_t k = 0; k < T->nd; k++)
+    if (free_ok(&T->d[k], &c) && pending(T->d[k].gate, opened)) must = true;
   cudaError_t err;
   if (b->how == 0) {
     err = cudaFreeHost(b->p);
@@ -533,8 +621,8 @@ static void op_free(int i, const fz_op_t *o, uint64_t opened) {
   if (b->how == 1) free(b->p);
   else if (b->how == 2) munmap(b->p, b->size);
   if (err != cudaSuccess) fail("error", i, "unpinning failed: %s", cudaGetErrorName(err));
-  for (size_t k = 0; k < M.nd; k++)
-    if (M.d[k].buf == b->gen) M.d[k].live = false;
+  for (size_t k = 0; k < T->nd; k++)
+    if (T->d[k].buf == b->gen) T->d[k].live = false;
   b->alive = false;
   free(b->model);
   b->model = NULL;
@@ -571,10 +659,10 @@ static void enq_before(enq_t *q, uint64_t opened) {
     conf_ctx_t c = {q->b->gen, q->sp[k], q->s};
     q->must[k] = false;
     bool candidate = false;
-    for (size_t j = 0; j < M.nd; j++) {
-      if (!conf_ok(&M.d[j], &c)) continue;
+    for (size_t j = 0; j < T->nd; j++) {
+      if (!conf_ok(&T->d[j], &c)) continue;
       candidate = true;
-      if (pending(M.d[j].gate, opened)) q->must[k] = true;
+      if (pending(T->d[j].gate, opened)) q->must[k] = true;
     }
     /* In enforce mode the check of an earlier span may have waited, which opens the gates. */
     if (may_have_waited) q->must[k] = false;
@@ -617,8 +705,8 @@ static bool range_ok(const buf_t *b, long off, long len) {
 }
 
 static void op_copy(int i, const fz_op_t *o, uint64_t opened) {
-  int d2h = o->a[0] & 1, s = o->a[1] % M.cfg->streams, api = o->a[6] % 5;
-  buf_t *b = &M.b[o->a[2] % M.cfg->slots];
+  int d2h = o->a[0] & 1, s = (o->a[1] % M.cfg->streams + t_base_s), api = o->a[6] % 5;
+  buf_t *b = &M.b[o->a[2] % M.cfg->slots + t_base_b];
   long hoff = o->a[3], doff = o->a[4], len = o->a[5];
   long hull = api >= 3 ? len + len / 2 : len;
   if (!range_ok(b, hoff, hull) || doff < 0 || doff + len > FZ_DEVBYTES) return;
@@ -693,9 +781,9 @@ static void op_copy(int i, const fz_op_t *o, uint64_t opened) {
 }
 
 static void op_kern(int i, const fz_op_t *o, uint64_t opened) {
-  int kind = o->a[0] % 3, s = o->a[1] % M.cfg->streams, val = o->a[6] & 0xff;
+  int kind = o->a[0] % 3, s = (o->a[1] % M.cfg->streams + t_base_s), val = o->a[6] & 0xff;
   int api = (o->a[6] >> 8) % 3;
-  buf_t *b = &M.b[o->a[2] % M.cfg->slots];
+  buf_t *b = &M.b[o->a[2] % M.cfg->slots + t_base_b];
   long hoff = o->a[3], doff = o->a[4], len = o->a[5];
   if (!range_ok(b, hoff, len) || doff < 0 || doff + len > FZ_DEVBYTES) return;
   unsigned char *h = b->p + hoff, *dv = M.dev[s] + doff;
@@ -729,27 +817,35 @@ static void op_kern(int i, const fz_op_t *o, uint64_t opened) {
 
 static void op_cpu(int i, const fz_op_t *o, uint64_t opened) {
   bool write = o->a[0] & 1;
-  buf_t *b = &M.b[o->a[1] % M.cfg->slots];
+  buf_t *b = &M.b[o->a[1] % M.cfg->slots + t_base_b];
   long off = o->a[2], len = o->a[3];
   if (!range_ok(b, off, len)) return;
   uintptr_t lo = (uintptr_t)b->p + (uintptr_t)off, hi = lo + (uintptr_t)len;
   bool must = false;
   char why[160] = "";
   bool any_hfn_running = false;
-  for (size_t k = 0; k < M.nh; k++)
-    if (hfn_may_run(&M.h[k], opened)) any_hfn_running = true;
+  for (size_t k = 0; k < T->nh; k++)
+    if (hfn_may_run(&T->h[k], opened)) any_hfn_running = true;
   bool guarded = b->size >= M.cfg->guard_min;
   for (uintptr_t pg = lo & ~(uintptr_t)(FZ_PAGE - 1); pg < hi && guarded; pg += FZ_PAGE) {
     size_t pi = (pg - (uintptr_t)b->p) / FZ_PAGE;
     if (!M.cfg->mode_enforce && b->released[pi]) continue;
     bool hfn_here = false; /* a host function's audit report may let the page go any moment */
-    for (size_t k = 0; k < M.nh; k++)
-      if (M.h[k].buf == b->gen && overlaps(M.h[k].lo, M.h[k].hi, pg, pg + FZ_PAGE) &&
-          hfn_may_run(&M.h[k], opened))
+    for (size_t k = 0; k < T->nh; k++)
+      if (T->h[k].buf == b->gen && overlaps(T->h[k].lo, T->h[k].hi, pg, pg + FZ_PAGE) &&
+          hfn_may_run(&T->h[k], opened))
         hfn_here = true;
     if (hfn_here || (M.cfg->mode_enforce && any_hfn_running)) continue;
-    for (size_t k = 0; k < M.nd; k++) {
-      const dacc_t *d = &M.d[k];
+    if (M.cfg->concurrent) { /* a host function's report let the page go (not tracked here) */
+      bool hit = false;
+      pthread_mutex_lock(&M.logmu);
+      for (size_t k = 0; k < M.nhrep; k++)
+        if ((M.hrep[k].addr & ~(uintptr_t)(FZ_PAGE - 1)) == pg) hit = true;
+      pthread_mutex_unlock(&M.logmu);
+      if (hit) continue;
+    }
+    for (size_t k = 0; k < T->nd; k++) {
+      const dacc_t *d = &T->d[k];
       if (d->live && d->buf == b->gen && pending(d->gate, opened) && d->lo <= pg &&
           pg + FZ_PAGE <= d->hi && (write || may_write(d->dir))) {
         must = true;
@@ -779,26 +875,26 @@ static void op_cpu(int i, const fz_op_t *o, uint64_t opened) {
 }
 
 static void op_hostfn(int i, const fz_op_t *o) {
-  int s = o->a[0] % M.cfg->streams;
-  buf_t *b = &M.b[o->a[1] % M.cfg->slots];
+  int s = (o->a[0] % M.cfg->streams + t_base_s);
+  buf_t *b = &M.b[o->a[1] % M.cfg->slots + t_base_b];
   long off = o->a[2], len = o->a[3];
   if (!range_ok(b, off, len)) return;
   hostfn_arg_t *a = malloc(sizeof *a);
   a->p = b->p + off;
   a->len = (size_t)len;
-  M.hargs = realloc(M.hargs, (M.nhargs + 1) * sizeof *M.hargs);
-  M.hargs[M.nhargs++] = a;
+  T->hargs = realloc(T->hargs, (T->nhargs + 1) * sizeof *T->hargs);
+  T->hargs[T->nhargs++] = a;
   cudaError_t err = (i & 1) ? cudaLaunchHostFunc(S(s), hostfn_body, a)
                             : cudaLaunchHostFunc_ptsz(S(s), hostfn_body, a);
   if (err != cudaSuccess) {
     fail("error", i, "cudaLaunchHostFunc failed: %s", cudaGetErrorName(err));
     return;
   }
-  if (M.nh == M.caph) {
-    M.caph = M.caph ? M.caph * 2 : 16;
-    M.h = realloc(M.h, M.caph * sizeof *M.h);
+  if (T->nh == T->caph) {
+    T->caph = T->caph ? T->caph * 2 : 16;
+    T->h = realloc(T->h, T->caph * sizeof *T->h);
   }
-  hfn_t *h = &M.h[M.nh++];
+  hfn_t *h = &T->h[T->nh++];
   h->op = i;
   h->stream = s;
   h->pos = stream_advance(s);
@@ -809,10 +905,11 @@ static void op_hostfn(int i, const fz_op_t *o) {
   h->buf = b->gen;
 }
 
-static void learn(const vc_t *v) { vc_join(&M.host, v); }
+static void learn(const vc_t *v) { vc_join(&T->host, v); }
 
 static void exec_op(int i) {
   const fz_op_t *o = &M.ops->v[i];
+  t_opens0 = fz_gate_opens();
   uint64_t opened = fz_gate_opened();
   if (g_trace) {
     char line[160];
@@ -828,12 +925,12 @@ static void exec_op(int i) {
     case FZ_CPU: op_cpu(i, o, opened); break;
     case FZ_HOSTFN: op_hostfn(i, o); break;
     case FZ_EVREC: {
-      int e = o->a[0] % M.cfg->events, s = o->a[1] % M.cfg->streams;
+      int e = (o->a[0] % M.cfg->events + t_base_e), s = (o->a[1] % M.cfg->streams + t_base_s);
       event_t *ev = &M.ev[e];
       /* simcuda keeps only an event's latest record, and a newer record that completes first
        * may release the waiters of an older one early. Not re-recorded, then, while a stream
        * waits on a record that may not have completed. */
-      if (ev->recorded && ev->waited && M.host.c[ev->stream] < ev->pos) break;
+      if (ev->recorded && ev->waited && T->host.c[ev->stream] < ev->pos) break;
       err = (i & 1) ? cudaEventRecord(M.e[e], S(s)) : cudaEventRecord_ptsz(M.e[e], S(s));
       if (err == cudaSuccess) {
         ev->pos = stream_advance(s);
@@ -846,7 +943,7 @@ static void exec_op(int i) {
       break;
     }
     case FZ_WAITEV: {
-      int s = o->a[0] % M.cfg->streams, e = o->a[1] % M.cfg->events;
+      int s = (o->a[0] % M.cfg->streams + t_base_s), e = (o->a[1] % M.cfg->events + t_base_e);
       err = (i & 1) ? cudaStreamWaitEvent(S(s), M.e[e], 0) : cudaStreamWaitEvent_ptsz(S(s), M.e[e], 0);
       if (err == cudaSuccess && M.ev[e].recorded) {
         M.ev[e].waited = true;
@@ -856,14 +953,14 @@ static void exec_op(int i) {
       break;
     }
     case FZ_SSYNC: {
-      int s = o->a[0] % M.cfg->streams;
+      int s = (o->a[0] % M.cfg->streams + t_base_s);
       vc_t snap = M.svc[s];
       err = (i & 1) ? cudaStreamSynchronize(S(s)) : cudaStreamSynchronize_ptsz(S(s));
       if (err == cudaSuccess) learn(&snap);
       break;
     }
     case FZ_SQUERY: {
-      int s = o->a[0] % M.cfg->streams;
+      int s = (o->a[0] % M.cfg->streams + t_base_s);
       vc_t snap = M.svc[s];
       err = (i & 1) ? cudaStreamQuery(S(s)) : cudaStreamQuery_ptsz(S(s));
       if (err == cudaSuccess) learn(&snap);
@@ -871,13 +968,13 @@ static void exec_op(int i) {
       break;
     }
     case FZ_ESYNC: {
-      int e = o->a[0] % M.cfg->events;
+      int e = (o->a[0] % M.cfg->events + t_base_e);
       err = cudaEventSynchronize(M.e[e]);
       if (err == cudaSuccess && M.ev[e].recorded) learn(&M.ev[e].vc);
       break;
     }
     case FZ_EQUERY: {
-      int e = o->a[0] % M.cfg->events;
+      int e = (o->a[0] % M.cfg->events + t_base_e);
       err = cudaEventQuery(M.e[e]);
       if (err == cudaSuccess && M.ev[e].recorded) learn(&M.ev[e].vc);
       else if (err == cudaErrorNotReady) err = cudaSuccess;
@@ -892,7 +989,7 @@ static void exec_op(int i) {
       break;
     }
     case FZ_GATE: {
-      int s = o->a[0] % M.cfg->streams;
+      int s = (o->a[0] % M.cfg->streams + t_base_s);
       uint64_t g = fz_gate_new();
       err = cudaLaunchHostFunc(S(s), gate_body, (void *)(uintptr_t)g);
       if (err == cudaSuccess) M.sgate[s] = g;
@@ -905,7 +1002,9 @@ static void exec_op(int i) {
   if (o->code != FZ_FREE && o->code != FZ_COPY && o->code != FZ_KERN && o->code != FZ_CPU) {
     rep_t r[8];
     size_t n = log_collect(r, 8);
-    if (n) fail("false-positive", i, "unexpected %s report at 0x%lx", r[0].kind, (unsigned long)r[0].addr);
+    if (n)
+      fail("false-positive", i, "unexpected %s report at 0x%lx (%s by pinguard's T%u; this is T%u)",
+           r[0].kind, (unsigned long)r[0].addr, r[0].what, r[0].thread, T->pgtid);
   }
 }
 
@@ -926,8 +1025,9 @@ static void check_hostfn_reports(void) {
     uintptr_t page = r->addr & ~(uintptr_t)(FZ_PAGE - 1);
     bool explained = false;
     int culprit = -1;
-    for (size_t j = 0; j < M.nh && !explained; j++) {
-      const hfn_t *h = &M.h[j];
+    for (int t = 0; t < FZ_MAXT && !explained; t++)
+    for (size_t j = 0; (T = &M.tm[t]) && j < T->nh && !explained; j++) {
+      const hfn_t *h = &T->h[j];
       if (!overlaps(h->lo, h->hi, page, page + FZ_PAGE)) continue;
       if (culprit < 0) culprit = h->op;
       hctx_t c = {h, page};
@@ -985,9 +1085,51 @@ typedef struct thr {
   int id;
 } thr_t;
 
+/* --concurrent: learns pinguard's number for this thread from the report of a release
+ * annotation on a buffer that a held copy reads. */
+static void probe_thread_number(void) {
+  void *p = NULL;
+  if (cudaHostAlloc(&p, FZ_PAGE, cudaHostAllocDefault) != cudaSuccess) return;
+  cudaStream_t s = M.s[t_base_s];
+  T->probe = (uintptr_t)p;
+  uint64_t g = fz_gate_new();
+  cudaLaunchHostFunc(s, gate_body, (void *)(uintptr_t)g);
+  cudaMemcpyAsync(M.dev[t_base_s], p, FZ_PAGE, cudaMemcpyHostToDevice, s);
+  pinguard_release(p, FZ_PAGE);
+  rep_t r[8];
+  log_collect(r, 8);
+  fz_gate_open_all();
+  cudaStreamSynchronize(s);
+  T->probe = 0;
+  cudaFreeHost(p);
+  if (g_trace) fprintf(stderr, "pgfuzz: thread %d is pinguard's T%u\n", t_app_thread - 1, T->pgtid);
+}
+
 static void *thread_main(void *arg) {
   int me = ((thr_t *)arg)->id;
   t_app_thread = me + 1;
+  if (M.cfg->concurrent) {
+    T = &M.tm[me];
+    t_base_s = me * M.cfg->streams;
+    t_base_e = me * M.cfg->events;
+    t_base_b = me * M.cfg->slots;
+    pthread_mutex_lock(&M.mu); /* one probe at a time (each opens the gates), all before any op */
+    while (M.turn != (size_t)me) pthread_cond_wait(&M.cv, &M.mu);
+    pthread_mutex_unlock(&M.mu);
+    probe_thread_number();
+    pthread_mutex_lock(&M.mu);
+    M.turn++;
+    pthread_cond_broadcast(&M.cv);
+    while (M.turn < (size_t)M.cfg->threads) pthread_cond_wait(&M.cv, &M.mu);
+    pthread_mutex_unlock(&M.mu);
+    for (size_t i = 0; i < M.ops->n && !M.failed; i++)
+      if (M.ops->v[i].t % M.cfg->threads == me) exec_op((int)i);
+    /* Another thread's free or sync may wait for a gate this one made after that call opened
+     * the gates: opening them here lets every such wait end. */
+    fz_gate_open_all();
+    return NULL;
+  }
+  T = &M.tm[0];
   pthread_mutex_lock(&M.mu);
   for (;;) {
     while (M.turn < M.ops->n && !M.failed && M.ops->v[M.turn].t % M.cfg->threads != me)
@@ -1008,7 +1150,7 @@ int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap) 
   int keepfd = M.logfd;
   off_t keepoff = M.logoff;
   bool first = M.cfg == NULL;
-  memset(&M.s, 0, sizeof M - offsetof(__typeof__(M), s));
+  memset(&M, 0, sizeof M);
   M.cfg = cfg;
   M.ops = ops;
   M.why = why;
@@ -1018,8 +1160,11 @@ int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap) 
   g_trace = getenv("FZ_TRACE") != NULL;
   why[0] = 0;
   pthread_mutex_init(&M.mu, NULL);
+  pthread_mutex_init(&M.logmu, NULL);
   pthread_cond_init(&M.cv, NULL);
-  for (int s = 0; s < cfg->streams; s++) {
+  int nstreams = cfg->streams * (cfg->concurrent ? cfg->threads : 1);
+  int nevents = cfg->events * (cfg->concurrent ? cfg->threads : 1);
+  for (int s = 0; s < nstreams; s++) {
     if (cudaStreamCreateWithFlags(&M.s[s], cudaStreamNonBlocking) != cudaSuccess ||
         cudaMalloc((void **)&M.dev[s], FZ_DEVBYTES) != cudaSuccess) {
       snprintf(why, cap, "error: stream setup failed");
@@ -1028,7 +1173,8 @@ int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap) 
     cudaMemset(M.dev[s], 0, FZ_DEVBYTES);
   }
   cudaDeviceSynchronize();
-  for (int e = 0; e < cfg->events; e++) cudaEventCreateWithFlags(&M.e[e], cudaEventDisableTiming);
+  for (int e = 0; e < nevents; e++) cudaEventCreateWithFlags(&M.e[e], cudaEventDisableTiming);
+  T = &M.tm[0];
   rep_t junk[4];
   log_collect(junk, 4); /* skip whatever an earlier run left */
   M.nhrep = 0;
@@ -1062,8 +1208,11 @@ int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap) 
   /* The end: everything completes, then the buffers must hold program order's bytes. */
   fz_gate_open_all();
   cudaDeviceSynchronize();
+  T = &M.tm[0];
   rep_t r[8];
   size_t n = log_collect(r, 8);
+  for (int t = 1; t < FZ_MAXT && !n; t++)
+    if (M.tm[t].nq) n = 1, r[0] = M.tm[t].q[0];
   if (n && !M.failed)
     fail("false-positive", -1, "unexpected %s report at 0x%lx after the last op", r[0].kind,
          (unsigned long)r[0].addr);
@@ -1082,20 +1231,25 @@ int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap) 
     free(b->model);
     b->alive = false;
   }
-  for (int s = 0; s < cfg->streams; s++) {
+  for (int s = 0; s < nstreams; s++) {
     cudaFree(M.dev[s]);
     cudaStreamDestroy(M.s[s]);
   }
-  for (int e = 0; e < cfg->events; e++) cudaEventDestroy(M.e[e]);
+  for (int e = 0; e < nevents; e++) cudaEventDestroy(M.e[e]);
+  T = &M.tm[0];
   log_collect(junk, 4);
-  for (size_t k = 0; k < M.nhargs; k++) free(M.hargs[k]);
-  free(M.hargs);
-  free(M.d);
-  free(M.h);
+  for (int t = 0; t < FZ_MAXT; t++) {
+    tmodel_t *m = &M.tm[t];
+    for (size_t k = 0; k < m->nhargs; k++) free(m->hargs[k]);
+    free(m->hargs);
+    free(m->d);
+    free(m->h);
+  }
   free(M.hrep);
   keepfd = M.logfd;
   keepoff = M.logoff;
   bool failed = M.failed;
+  pthread_mutex_destroy(&M.logmu);
   pthread_mutex_destroy(&M.mu);
   pthread_cond_destroy(&M.cv);
   M.logfd = keepfd;

@@ -83,6 +83,9 @@ static int cfg_flag(fz_cfg_t *c, const char *f, const char *v, int *used) {
   } else if (!strcmp(f, "--no-malloc")) {
     c->no_malloc = true;
     *used = 0;
+  } else if (!strcmp(f, "--concurrent")) {
+    c->concurrent = true;
+    *used = 0;
   } else if (!strcmp(f, "--roomy-stacks")) {
     c->roomy_stacks = true;
     *used = 0;
@@ -104,18 +107,21 @@ static int cfg_flag(fz_cfg_t *c, const char *f, const char *v, int *used) {
 }
 
 static void cfg_header(FILE *f, const fz_cfg_t *c) {
-  fprintf(f, "#cfg %s %d %d %d %d %u\n", c->mode_enforce ? "enforce" : "audit", c->threads,
-          c->streams, c->events, c->slots, c->guard_min);
+  fprintf(f, "#cfg %s %d %d %d %d %u %d\n", c->mode_enforce ? "enforce" : "audit", c->threads,
+          c->streams, c->events, c->slots, c->guard_min, c->concurrent);
 }
 
 static void cfg_from_header(const char *path, fz_cfg_t *c) {
   FILE *f = fopen(path, "r");
   if (!f) return;
   char line[256], mode[16];
+  int conc = 0;
   if (fgets(line, sizeof line, f) &&
-      sscanf(line, "#cfg %15s %d %d %d %d %u", mode, &c->threads, &c->streams, &c->events,
-             &c->slots, &c->guard_min) == 6)
+      sscanf(line, "#cfg %15s %d %d %d %d %u %d", mode, &c->threads, &c->streams, &c->events,
+             &c->slots, &c->guard_min, &conc) >= 6) {
     c->mode_enforce = !strcmp(mode, "enforce");
+    c->concurrent = conc != 0;
+  }
   fclose(f);
 }
 
@@ -570,6 +576,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(f, "--replay") && v) O.replay = v, i++;
     else usage();
   }
+  if (O.cfg.concurrent) { /* per-thread counts: all of them must fit */
+    if (O.cfg.streams * O.cfg.threads > FZ_MAXS) O.cfg.streams = FZ_MAXS / O.cfg.threads;
+    if (O.cfg.events * O.cfg.threads > FZ_MAXE) O.cfg.events = FZ_MAXE / O.cfg.threads;
+    if (O.cfg.slots * O.cfg.threads > FZ_MAXB) O.cfg.slots = FZ_MAXB / O.cfg.threads;
+  }
   if (O.child) return child_main();
 
   if (!getenv("PG_PRELOAD"))
@@ -602,9 +613,10 @@ int main(int argc, char **argv) {
   }
   double t1 = now_s();
   g_ops_run = g_seeds_run * O.cfg.ops;
-  printf("pgfuzz: %ld seeds (%d ops each, %d threads, %d streams, %s mode) in %.1f s: %d failed\n",
-         g_seeds_run, O.cfg.ops, O.cfg.threads, O.cfg.streams,
-         O.cfg.mode_enforce ? "enforce" : "audit", t1 - t0, g_nfailed);
+  printf("pgfuzz: %ld seeds (%d ops each, %d threads, %d streams%s, %s mode) in %.1f s: %d "
+         "failed\n", g_seeds_run, O.cfg.ops, O.cfg.threads, O.cfg.streams,
+         O.cfg.concurrent ? " per thread, concurrent" : "", O.cfg.mode_enforce ? "enforce" : "audit",
+         t1 - t0, g_nfailed);
   fflush(stdout);
   int shown = 0;
   for (int k = 0; k < g_nfailed && shown < 3; k++, shown++) report_failure(g_failed_seeds[k], g_failed_from[k], g_failed_why[k]);

@@ -89,7 +89,7 @@ static void pick_range(rng_t *r, int size, int unit, int mult, int *off, int *le
 
 void fz_generate(uint64_t seed, const fz_cfg_t *cfg, fz_ops_t *out) {
   rng_t r = {seed * 0x2545F4914F6CDD1Dull + 1};
-  int pages[FZ_MAXB] = {0}; /* 0: slot free */
+  int pages_all[FZ_MAXB] = {0}; /* 0: slot free (per thread in concurrent runs) */
   /* Weights per op kind; the excluded kinds get none. */
   int w[FZ_NCODES] = {0};
   w[FZ_ALLOC] = 6, w[FZ_FREE] = 4, w[FZ_COPY] = 16, w[FZ_KERN] = 6, w[FZ_EVREC] = 5,
@@ -105,6 +105,7 @@ void fz_generate(uint64_t seed, const fz_cfg_t *cfg, fz_ops_t *out) {
     fz_op_t op;
     memset(&op, 0, sizeof op);
     op.t = below(&r, cfg->threads);
+    int *pages = pages_all + (cfg->concurrent ? op.t * cfg->slots : 0);
     int x = below(&r, total), code = 0;
     while (x >= w[code]) x -= w[code++];
     /* Ops on buffers need one: allocate first when none is live. */
@@ -116,7 +117,7 @@ void fz_generate(uint64_t seed, const fz_cfg_t *cfg, fz_ops_t *out) {
     bool needs_buf = code == FZ_FREE || code == FZ_COPY || code == FZ_KERN ||
                      code == FZ_HOSTFN || code == FZ_CPU;
     if (needs_buf && nlive == 0) code = FZ_ALLOC;
-    if (code == FZ_ALLOC && nfree == 0) code = FZ_CPU;
+    if (code == FZ_ALLOC && nfree == 0) code = cfg->excluded[FZ_CPU] ? FZ_SQUERY : FZ_CPU;
     op.code = code;
     int s = below(&r, cfg->streams), slot = nlive ? live[below(&r, nlive)] : 0;
     int size = (int)(pages[slot] * FZ_PAGE);
