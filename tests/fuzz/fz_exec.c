@@ -374,11 +374,27 @@ static buf_t *buf_of_addr(uintptr_t a) {
   return NULL;
 }
 
+static void release_range(buf_t *b, uintptr_t lo, uintptr_t hi) {
+  for (size_t pg = 0; pg < b->size / FZ_PAGE; pg++) {
+    uintptr_t p = (uintptr_t)b->p + pg * FZ_PAGE;
+    if (p < hi && lo < p + FZ_PAGE) b->released[pg] = true;
+  }
+}
+
+/* After an audit report of a CPU access, pinguard lets the CPU through the faulting page and (as
+ * the docs now say) through every page of the GPU accesses the report met, until they retire or
+ * a new access covers the page. The model lets them go until a new access covers them (an
+ * earlier retirement only makes a report impossible there, which the model never requires). */
 static void release_pages_of(const rep_t *r) {
   buf_t *b = buf_of_addr(r->addr);
   if (!b) return;
-  size_t pg = (r->addr - (uintptr_t)b->p) / FZ_PAGE;
-  if (pg < FZ_MAXPAGES) b->released[pg] = true;
+  uintptr_t page = r->addr & ~(uintptr_t)(FZ_PAGE - 1);
+  release_range(b, page, page + FZ_PAGE);
+  if (r->total > r->ngpu) { /* it met accesses the report does not show: any page may be open */
+    release_range(b, (uintptr_t)b->p, (uintptr_t)b->p + b->size);
+    return;
+  }
+  for (unsigned g = 0; g < r->ngpu; g++) release_range(b, r->g[g].addr, r->g[g].addr + r->g[g].len);
 }
 
 /* A new access re-arms the pages lying wholly inside it. */
