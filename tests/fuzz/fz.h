@@ -81,6 +81,10 @@ void fz_generate(uint64_t seed, const fz_cfg_t *cfg, fz_ops_t *out);
  * "false-negative", "data", "error") and a message. */
 int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap);
 
+/* What the last fz_execute checked: reports seen (host functions' included) and ops whose
+ * report was required. */
+extern _Atomic unsigned long fz_stat_reports, fz_stat_required;
+
 /* A SIGSEGV/SIGBUS handler that prints a "CRASH ..." line on stdout, then dies of the signal. */
 void fz_install_crash_handler(void);
 

@@ -172,6 +172,8 @@ static struct {
   size_t whycap;
 } M;
 
+_Atomic unsigned long fz_stat_reports, fz_stat_required;
+
 static bool g_trace; /* FZ_TRACE: each op and buffer address on stderr */
 
 static pthread_mutex_t g_failmu = PTHREAD_MUTEX_INITIALIZER;
@@ -540,6 +542,8 @@ static void check_reports(int op, const rep_t *r, size_t n, const char *kind, ac
   /* Concurrent runs: other threads open gates at any time, so a requirement holds only when
    * no opening happened during the op. */
   if (M.cfg->concurrent && fz_gate_opens() != t_opens0) must = false;
+  fz_stat_reports += n;
+  if (must) fz_stat_required++;
   if (must) {
     bool seen = false;
     for (size_t i = 0; i < n; i++)
@@ -1232,6 +1236,7 @@ int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap) 
   if (n && !M.failed)
     fail("false-positive", -1, "unexpected %s report at 0x%lx after the last op", r[0].kind,
          (unsigned long)r[0].addr);
+  fz_stat_reports += M.nhrep;
   check_hostfn_reports();
   for (int k = 0; k < FZ_MAXB; k++) {
     buf_t *b = &M.b[k];

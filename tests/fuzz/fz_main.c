@@ -153,9 +153,11 @@ static int child_main(void) {
   for (long s = O.seed_lo; s <= O.seed_hi; s++) {
     fz_ops_t ops = {0};
     fz_generate((uint64_t)s, &O.cfg, &ops);
+    fz_stat_reports = fz_stat_required = 0;
     int rc = fz_execute(&ops, &O.cfg, why, sizeof why);
     if (rc) printf("FAIL %ld %s\n", s, why);
-    else printf("OK %ld\n", s);
+    else printf("OK %ld %lu %lu\n", s, (unsigned long)fz_stat_reports,
+                (unsigned long)fz_stat_required);
     fz_ops_free(&ops);
   }
   return 0;
@@ -183,6 +185,7 @@ static char *g_failed_why[1024];
 static int g_nfailed;
 static bool g_quiet; /* re-running seeds: no FAIL lines */
 static long g_seeds_run, g_ops_run;
+static unsigned long g_reports, g_required; /* over the passing seeds */
 
 static void set_child_env(int latency) {
   const char *pre = getenv("PG_PRELOAD");
@@ -275,7 +278,10 @@ static void child_lines(child_t *c) {
     *nl = 0;
     long seed;
     int off = 0;
-    if (!strncmp(start, "OK ", 3) && sscanf(start + 3, "%ld", &seed) == 1) {
+    unsigned long nrep = 0, nreq = 0;
+    if (!strncmp(start, "OK ", 3) && sscanf(start + 3, "%ld %lu %lu", &seed, &nrep, &nreq) >= 1) {
+      g_reports += nrep;
+      g_required += nreq;
       if (c->replay) snprintf(c->result, sizeof c->result, "OK");
       else g_seeds_run++;
       c->next = seed + 1;
@@ -617,6 +623,8 @@ int main(int argc, char **argv) {
          "failed\n", g_seeds_run, O.cfg.ops, O.cfg.threads, O.cfg.streams,
          O.cfg.concurrent ? " per thread, concurrent" : "", O.cfg.mode_enforce ? "enforce" : "audit",
          t1 - t0, g_nfailed);
+  printf("pgfuzz: the passing seeds made %lu reports, each one checked against the model, and %lu "
+         "ops required one\n", g_reports, g_required);
   fflush(stdout);
   int shown = 0;
   for (int k = 0; k < g_nfailed && shown < 3; k++, shown++) report_failure(g_failed_seeds[k], g_failed_from[k], g_failed_why[k]);
