@@ -132,8 +132,6 @@ typedef struct tmodel {
   size_t nh, caph;
   hostfn_arg_t **hargs;
   size_t nhargs;
-  unsigned pgtid;  /* pinguard's number for this thread (--concurrent: learned from a probe) */
-  uintptr_t probe; /* the probe's buffer while it runs */
   rep_t q[64];     /* its reports, not yet checked (--concurrent) */
   size_t nq;
 } tmodel_t;
@@ -141,9 +139,15 @@ typedef struct tmodel {
 static __thread tmodel_t *T;
 static __thread int t_base_s, t_base_e, t_base_b; /* its first stream, event and slot */
 static __thread uint64_t t_opens0;                /* fz_gate_opens() when the op began */
+static __thread int t_app_thread; /* 1 + the application thread's index; 0 elsewhere */
 
 static struct {
   tmodel_t tm[FZ_MAXT];
+  /* Pinguard's number for each application thread, learned from a probe (each thread's
+   * pinguard_release of a buffer a held copy reads); the probe's buffer while it runs. */
+  _Atomic unsigned pgtid[FZ_MAXT];
+  _Atomic uintptr_t probe[FZ_MAXT];
+  size_t probed;                /* threads done probing */
   pthread_mutex_t logmu; /* the log reader (--concurrent) */
   const fz_cfg_t *cfg;
   const fz_ops_t *ops;
@@ -278,20 +282,33 @@ static void route(const rep_t *r, rep_t *out, size_t cap, size_t *n) {
   if (M.cfg->concurrent) {
     for (int t = 0; t < M.cfg->threads; t++) {
       tmodel_t *m = &M.tm[t];
-      if (m->probe && r->addr == m->probe && !strcmp(r->kind, "release-during-device-access")) {
-        m->pgtid = r->thread;
-        return;
-      }
-    }
-    for (int t = 0; t < M.cfg->threads; t++) {
-      tmodel_t *m = &M.tm[t];
-      if (m != T && m->pgtid && m->pgtid == r->thread) {
+      if (m != T && M.pgtid[t] && M.pgtid[t] == r->thread) {
         if (m->nq < sizeof m->q / sizeof *m->q) m->q[m->nq++] = *r;
         return;
       }
     }
   }
   if (*n < cap) out[(*n)++] = *r;
+}
+
+/* A probe's report (the thread's number learned), or not. */
+static bool probe_report(const rep_t *r) {
+  if (strcmp(r->kind, "release-during-device-access")) return false;
+  for (int t = 0; t < M.cfg->threads; t++)
+    if (M.probe[t] && r->addr == M.probe[t]) {
+      M.pgtid[t] = r->thread;
+      return true;
+    }
+  return false;
+}
+
+/* Made by a thread that is none of the application's: a host function on a stream worker. */
+static bool from_worker(const rep_t *r) {
+  if (r->hostfn) return true;
+  if (M.probed < (size_t)M.cfg->threads) return false;
+  for (int t = 0; t < M.cfg->threads; t++)
+    if (!M.pgtid[t] || M.pgtid[t] == r->thread) return false;
+  return true;
 }
 
 static size_t log_collect_locked(rep_t *out, size_t cap);
@@ -320,8 +337,9 @@ static size_t log_collect_locked(rep_t *out, size_t cap) {
     while ((nl = strchr(start, '\n'))) {
       *nl = 0;
       rep_t r;
-      if (parse_report(start, &r)) {
-        if (r.hostfn) {
+      if (parse_report(start, &r) && !probe_report(&r)) {
+        if (from_worker(&r)) {
+          r.hostfn = true;
           hrep_push(&r);
           if (!M.cfg->mode_enforce && !M.cfg->concurrent) release_pages_of(&r);
         } else {
@@ -1024,7 +1042,8 @@ static void exec_op(int i) {
     size_t n = log_collect(r, 8);
     if (n)
       fail("false-positive", i, "unexpected %s report at 0x%lx (%s by pinguard's T%u; this is T%u)",
-           r[0].kind, (unsigned long)r[0].addr, r[0].what, r[0].thread, T->pgtid);
+           r[0].kind, (unsigned long)r[0].addr, r[0].what, r[0].thread,
+           t_app_thread ? M.pgtid[t_app_thread - 1] : 0);
   }
 }
 
@@ -1069,8 +1088,6 @@ static void check_hostfn_reports(void) {
 /* A SIGSEGV that pinguard did not take as its own reaches this handler (pinguard chains to the
  * application's handler): says where it hit, relative to the buffers and the stack pointer, then
  * dies of the signal. */
-static __thread int t_app_thread; /* 1 + the application thread's index; 0 elsewhere */
-
 static void on_crash(int sig, siginfo_t *info, void *uctx) {
   ucontext_t *uc = uctx;
   uintptr_t a = (uintptr_t)info->si_addr;
@@ -1105,24 +1122,33 @@ typedef struct thr {
   int id;
 } thr_t;
 
-/* --concurrent: learns pinguard's number for this thread from the report of a release
- * annotation on a buffer that a held copy reads. */
-static void probe_thread_number(void) {
+/* Learns pinguard's number for this thread from the report of a release annotation on a buffer
+ * that a held copy reads. One thread at a time (each opens the gates), all before any op. */
+static void probe_thread_number(int me) {
+  pthread_mutex_lock(&M.mu);
+  while (M.probed != (size_t)me) pthread_cond_wait(&M.cv, &M.mu);
+  pthread_mutex_unlock(&M.mu);
   void *p = NULL;
-  if (cudaHostAlloc(&p, FZ_PAGE, cudaHostAllocDefault) != cudaSuccess) return;
-  cudaStream_t s = M.s[t_base_s];
-  T->probe = (uintptr_t)p;
-  uint64_t g = fz_gate_new();
-  cudaLaunchHostFunc(s, gate_body, (void *)(uintptr_t)g);
-  cudaMemcpyAsync(M.dev[t_base_s], p, FZ_PAGE, cudaMemcpyHostToDevice, s);
-  pinguard_release(p, FZ_PAGE);
-  rep_t r[8];
-  log_collect(r, 8);
-  fz_gate_open_all();
-  cudaStreamSynchronize(s);
-  T->probe = 0;
-  cudaFreeHost(p);
-  if (g_trace) fprintf(stderr, "pgfuzz: thread %d is pinguard's T%u\n", t_app_thread - 1, T->pgtid);
+  if (cudaHostAlloc(&p, FZ_PAGE, cudaHostAllocDefault) == cudaSuccess) {
+    cudaStream_t s = M.s[t_base_s];
+    M.probe[me] = (uintptr_t)p;
+    uint64_t g = fz_gate_new();
+    cudaLaunchHostFunc(s, gate_body, (void *)(uintptr_t)g);
+    cudaMemcpyAsync(M.dev[t_base_s], p, FZ_PAGE, cudaMemcpyHostToDevice, s);
+    pinguard_release(p, FZ_PAGE);
+    rep_t r[8];
+    log_collect(r, 8);
+    fz_gate_open_all();
+    cudaStreamSynchronize(s);
+    M.probe[me] = 0;
+    cudaFreeHost(p);
+    if (g_trace) fprintf(stderr, "pgfuzz: thread %d is pinguard's T%u\n", me, M.pgtid[me]);
+  }
+  pthread_mutex_lock(&M.mu);
+  M.probed++;
+  pthread_cond_broadcast(&M.cv);
+  while (M.probed < (size_t)M.cfg->threads) pthread_cond_wait(&M.cv, &M.mu);
+  pthread_mutex_unlock(&M.mu);
 }
 
 static void *thread_main(void *arg) {
@@ -1133,15 +1159,7 @@ static void *thread_main(void *arg) {
     t_base_s = me * M.cfg->streams;
     t_base_e = me * M.cfg->events;
     t_base_b = me * M.cfg->slots;
-    pthread_mutex_lock(&M.mu); /* one probe at a time (each opens the gates), all before any op */
-    while (M.turn != (size_t)me) pthread_cond_wait(&M.cv, &M.mu);
-    pthread_mutex_unlock(&M.mu);
-    probe_thread_number();
-    pthread_mutex_lock(&M.mu);
-    M.turn++;
-    pthread_cond_broadcast(&M.cv);
-    while (M.turn < (size_t)M.cfg->threads) pthread_cond_wait(&M.cv, &M.mu);
-    pthread_mutex_unlock(&M.mu);
+    probe_thread_number(me);
     for (size_t i = 0; i < M.ops->n && !M.failed; i++)
       if (M.ops->v[i].t % M.cfg->threads == me) exec_op((int)i);
     /* Another thread's free or sync may wait for a gate this one made after that call opened
@@ -1150,6 +1168,7 @@ static void *thread_main(void *arg) {
     return NULL;
   }
   T = &M.tm[0];
+  probe_thread_number(me);
   pthread_mutex_lock(&M.mu);
   for (;;) {
     while (M.turn < M.ops->n && !M.failed && M.ops->v[M.turn].t % M.cfg->threads != me)
