@@ -1,0 +1,91 @@
+/* fz.h: what the differential tester's parts share: the op list (generated, written, read back),
+ * the run configuration, and the entry points of the generator, the executor and the driver. */
+#ifndef FZ_H
+#define FZ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define FZ_MAXT 8      /* application threads */
+#define FZ_MAXS 16     /* streams (in all) */
+#define FZ_MAXE 16     /* events (in all) */
+#define FZ_MAXB 16     /* buffer slots (in all) */
+#define FZ_PAGE 4096u
+#define FZ_MAXPAGES 8  /* pages per pinned buffer */
+#define FZ_DEVBYTES (FZ_MAXPAGES * FZ_PAGE * 2) /* device scratch per stream */
+#define FZ_NARGS 7
+
+/* Op codes: one line of an op file each ("thread NAME a0 .. a6"). */
+#define FZ_OPS(X)                                                                           \
+  X(ALLOC)   /* slot pages how(0 cudaHostAlloc, 1 malloc+register, 2 mmap+register) */      \
+  X(FREE)    /* slot: cudaFreeHost, or cudaHostUnregister and free/munmap */                 \
+  X(COPY)    /* dir(0 H2D,1 D2H) stream slot hoff doff len api(0 async,1 ptsz,2 batch,3 2D,4 3D) */ \
+  X(KERN)    /* kind(0 fill,1 host->dev,2 dev->host) stream slot hoff doff len val|api<<8 */ \
+  X(EVREC)   /* event stream */                                                              \
+  X(WAITEV)  /* stream event */                                                              \
+  X(SSYNC)   /* stream */                                                                    \
+  X(ESYNC)   /* event */                                                                     \
+  X(DSYNC)   /* - */                                                                         \
+  X(SQUERY)  /* stream */                                                                    \
+  X(EQUERY)  /* event */                                                                     \
+  X(GATE)    /* stream: a closed gate (host function) */                                     \
+  X(OPEN)    /* - : opens every gate */                                                      \
+  X(HOSTFN)  /* stream slot off len: a host function that reads the bytes */                \
+  X(CPU)     /* write slot off len val: a CPU read (write=0) or write of the bytes */
+
+enum fz_code {
+#define FZ_ENUM(n) FZ_##n,
+  FZ_OPS(FZ_ENUM)
+#undef FZ_ENUM
+  FZ_NCODES
+};
+
+typedef struct fz_op {
+  int t;                /* thread */
+  int code;
+  int a[FZ_NARGS];
+} fz_op_t;
+
+typedef struct fz_ops {
+  fz_op_t *v;
+  size_t n, cap;
+} fz_ops_t;
+
+typedef struct fz_cfg {
+  int mode_enforce;     /* 0 audit, 1 enforce (data is checked) */
+  int threads, streams, events, slots;
+  int ops;              /* ops per seed */
+  bool excluded[FZ_NCODES]; /* op kinds the generator leaves out (--no-KIND) */
+  bool no_malloc, no_mmap;  /* pinning kinds left out (--no-malloc, --no-mmap) */
+  bool roomy_stacks;
+  bool concurrent;          /* --concurrent: threads run at once, each on its own streams,
+                               events and buffers (counts above are then per thread) */        /* --roomy-stacks: no mapping within 2 MiB of a thread's stack */
+  unsigned guard_min;   /* pinguard's guard_min_bytes, as the child was told */
+} fz_cfg_t;
+
+const char *fz_code_name(int code);
+int fz_code_from_name(const char *s);
+void fz_ops_push(fz_ops_t *ops, const fz_op_t *op);
+void fz_ops_free(fz_ops_t *ops);
+void fz_op_format(const fz_op_t *op, char *buf, size_t cap);
+void fz_ops_write(FILE *f, const fz_ops_t *ops);
+int fz_ops_read(FILE *f, fz_ops_t *ops); /* 0, or -1 on a malformed line */
+
+/* The generator: a pure function of the seed and the configuration. */
+void fz_generate(uint64_t seed, const fz_cfg_t *cfg, fz_ops_t *out);
+
+/* The executor (child side): runs one op list under the preloaded pinguard and checks every
+ * report against the model. 0 on success; else fills why[] with the class ("false-positive",
+ * "false-negative", "data", "error") and a message. */
+int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap);
+
+/* What the last fz_execute checked: reports seen (host functions' included) and ops whose
+ * report was required. */
+extern _Atomic unsigned long fz_stat_reports, fz_stat_required;
+
+/* A SIGSEGV/SIGBUS handler that prints a "CRASH ..." line on stdout, then dies of the signal. */
+void fz_install_crash_handler(void);
+
+#endif /* FZ_H */

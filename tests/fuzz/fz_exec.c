@@ -1,0 +1,1298 @@
+/* fz_exec.c: runs an op list under the preloaded pinguard and checks it against a model.
+ *
+ * The model is exact regardless of timing:
+ *  - Happens-before: vector clocks over streams, plus the host's clock (the application threads
+ *    take turns in op-list order, so they are totally ordered among themselves). A query that
+ *    answers success orders exactly what a sync would; its real answer is used.
+ *  - "Certainly still in flight": work behind a closed gate (fz_gate.c) has not run. Gates open
+ *    only on OPEN ops and inside every call that can block on queued work, after pinguard's check.
+ *  - A report is allowed when every GPU access it names is, in the model, an access to the same
+ *    bytes that the violating access is not ordered with (a false positive otherwise). A report is
+ *    required when such an access is certainly still in flight and pinguard can see the
+ *    violation: for CPU accesses, on a page lying wholly inside the access, not let go after an
+ *    earlier audit report (a false negative otherwise).
+ *  - In enforce mode every device range is whole pages, so pinguard orders every conflict: each
+ *    CPU read and every buffer's final bytes must equal program order's.
+ * Host functions run on stream workers: their CPU accesses are ordered after the stream's
+ * earlier work and before its later work; their reports are checked for false positives only
+ * (when they run is timing). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <ucontext.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cuda_runtime_api.h>
+
+#include "fz.h"
+#include "fz_gate.h"
+#include "simcuda_kernel.h"
+#include "simcuda_ptsz.h"
+#include "pinguard.h"
+
+/* ---- the simulated kernel ------------------------------------------------------------------- */
+/* kind 0: fill host[0,len) with val; 1: dev[0,len) = host; 2: host = dev. */
+SIMCUDA_KERNEL(fz_kernel, sizeof(void *), sizeof(void *), sizeof(size_t), sizeof(int),
+               sizeof(int)) {
+  unsigned char *host = simcuda_dma(*(void **)launch->args[0]);
+  unsigned char *dev = simcuda_dma(*(void **)launch->args[1]);
+  size_t len = *(size_t *)launch->args[2];
+  int val = *(int *)launch->args[3], kind = *(int *)launch->args[4];
+  if (kind == 0) memset(host, val, len);
+  else if (kind == 1) memcpy(dev, host, len);
+  else memcpy(host, dev, len);
+}
+
+/* ---- model state ------------------------------------------------------------------------------ */
+typedef struct vc {
+  uint32_t c[FZ_MAXS];
+} vc_t;
+
+static void vc_join(vc_t *a, const vc_t *b) {
+  for (int i = 0; i < FZ_MAXS; i++)
+    if (b->c[i] > a->c[i]) a->c[i] = b->c[i];
+}
+
+enum { D_READ = 0, D_WRITE = 1, D_UNKNOWN = 2 };
+static bool may_write(int dir) { return dir != D_READ; }
+
+/* A device access as pinguard tracks it (one piece: a span inside one buffer). */
+typedef struct dacc {
+  int op;           /* index in the op list */
+  int stream;
+  uint32_t pos;     /* position on its stream */
+  vc_t vc;          /* its clock (what precedes it) */
+  uint64_t gate;    /* the latest gate it waits behind */
+  uintptr_t lo, hi;
+  int dir;
+  uint64_t buf;     /* buffer generation */
+  bool live;        /* its buffer is still pinned */
+} dacc_t;
+
+typedef struct hfn {
+  int op, stream;
+  uint32_t pos;
+  vc_t vc;
+  uint64_t gate;
+  uintptr_t lo, hi;
+  uint64_t buf;
+} hfn_t;
+
+typedef struct buf {
+  bool alive;
+  int how;
+  unsigned char *p;
+  size_t size;
+  uint64_t gen;
+  unsigned char *model;
+  bool released[FZ_MAXPAGES];
+} buf_t;
+
+typedef struct event {
+  bool recorded;
+  vc_t vc;
+  uint64_t gate;
+  int stream;       /* where the latest record was made */
+  uint32_t pos;     /* and its position there */
+  bool waited;      /* a stream waits on the latest record */
+} event_t;
+
+/* A report parsed from pinguard's JSON log. */
+#define MAXG 8
+typedef struct rep {
+  char kind[48];
+  char what[32];     /* access.what */
+  unsigned thread;   /* access.thread: pinguard's number of the violating thread */
+  uintptr_t addr;
+  size_t len;
+  bool hostfn;
+  unsigned ngpu, total;
+  struct {
+    uintptr_t addr, stream;
+    size_t len;
+  } g[MAXG];
+} rep_t;
+
+typedef struct hostfn_arg {
+  unsigned char *p;
+  size_t len;
+} hostfn_arg_t;
+
+/* The model of one application thread's world: all of it in turn-taking runs (one host clock,
+ * shared), its own streams, events and buffers in --concurrent runs. */
+typedef struct tmodel {
+  vc_t host;
+  dacc_t *d;
+  size_t nd, capd;
+  hfn_t *h;
+  size_t nh, caph;
+  hostfn_arg_t **hargs;
+  size_t nhargs;
+  rep_t q[64];     /* its reports, not yet checked (--concurrent) */
+  size_t nq;
+} tmodel_t;
+
+static __thread tmodel_t *T;
+static __thread int t_base_s, t_base_e, t_base_b; /* its first stream, event and slot */
+static __thread uint64_t t_opens0;                /* fz_gate_opens() when the op began */
+static __thread int t_app_thread; /* 1 + the application thread's index; 0 elsewhere */
+
+static struct {
+  tmodel_t tm[FZ_MAXT];
+  /* Pinguard's number for each application thread, learned from a probe (each thread's
+   * pinguard_release of a buffer a held copy reads); the probe's buffer while it runs. */
+  _Atomic unsigned pgtid[FZ_MAXT];
+  _Atomic uintptr_t probe[FZ_MAXT];
+  size_t probed;                /* threads done probing */
+  pthread_mutex_t logmu; /* the log reader (--concurrent) */
+  const fz_cfg_t *cfg;
+  const fz_ops_t *ops;
+  cudaStream_t s[FZ_MAXS];
+  vc_t svc[FZ_MAXS];
+  uint64_t sgate[FZ_MAXS];
+  cudaEvent_t e[FZ_MAXE];
+  event_t ev[FZ_MAXE];
+  unsigned char *dev[FZ_MAXS];
+  unsigned char devmodel[FZ_MAXS][FZ_DEVBYTES];
+  buf_t b[FZ_MAXB];
+  _Atomic uint64_t next_gen;
+  /* the log */
+  int logfd;
+  off_t logoff;
+  char pend[65536];
+  size_t npend;
+  rep_t *hrep; /* reports from host functions, checked at the end */
+  size_t nhrep, caphrep;
+  /* turn taking */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  size_t turn;
+  bool failed;
+  char *why;
+  size_t whycap;
+} M;
+
+_Atomic unsigned long fz_stat_reports, fz_stat_required;
+
+static bool g_trace; /* FZ_TRACE: each op and buffer address on stderr */
+
+static pthread_mutex_t g_failmu = PTHREAD_MUTEX_INITIALIZER;
+
+static void fail(const char *cls, int op, const char *fmt, ...) {
+  pthread_mutex_lock(&g_failmu);
+  if (M.failed) {
+    pthread_mutex_unlock(&g_failmu);
+    return;
+  }
+  M.failed = true;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  char line[160] = "";
+  if (op >= 0) fz_op_format(&M.ops->v[op], line, sizeof line);
+  snprintf(M.why, M.whycap, "%s op #%d [%s]: %s", cls, op, line, msg);
+  pthread_mutex_unlock(&g_failmu);
+}
+
+/* ---- the log ---------------------------------------------------------------------------------- */
+static const char *json_str(const char *s, const char *key, char *out, size_t cap) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":\"", key);
+  const char *p = strstr(s, pat);
+  if (!p) return NULL;
+  p += strlen(pat);
+  size_t n = 0;
+  while (*p && *p != '"' && n + 1 < cap) out[n++] = *p++;
+  out[n] = 0;
+  return p;
+}
+
+static const char *json_num(const char *s, const char *key, uint64_t *v) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *p = strstr(s, pat);
+  if (!p) return NULL;
+  p += strlen(pat);
+  if (*p == '"') p++;
+  *v = strtoull(p, NULL, 0);
+  return p;
+}
+
+static bool parse_report(const char *line, rep_t *r) {
+  memset(r, 0, sizeof *r);
+  if (!strstr(line, "\"type\":\"report\"")) return false;
+  uint64_t v;
+  json_str(line, "kind", r->kind, sizeof r->kind);
+  if (json_num(line, "addr", &v)) r->addr = v;
+  if (json_num(line, "len", &v)) r->len = v;
+  const char *acc = strstr(line, "\"access\":{");
+  const char *gpu = strstr(line, "\"gpu\":[");
+  const char *tot = strstr(line, "\"gpu_total\":");
+  if (!acc || !gpu || !tot) return false;
+  json_str(acc, "what", r->what, sizeof r->what);
+  if (json_num(acc, "thread", &v)) r->thread = (unsigned)v;
+  const char *hf = strstr(acc, "fz_hostfn_touch");
+  r->hostfn = hf && hf < gpu;
+  if (json_num(tot, "gpu_total", &v)) r->total = (unsigned)v;
+  const char *p = gpu;
+  while (r->ngpu < MAXG) {
+    const char *a = strstr(p, "\"direction\":");
+    if (!a || a > tot) break;
+    uint64_t addr = 0, len = 0, st = 0;
+    json_num(a, "addr", &addr);
+    json_num(a, "len", &len);
+    const char *sp = json_num(a, "stream", &st);
+    r->g[r->ngpu].addr = addr, r->g[r->ngpu].len = len, r->g[r->ngpu].stream = st;
+    r->ngpu++;
+    p = sp ? sp : a + 1;
+  }
+  return true;
+}
+
+static void log_open(void) {
+  if (M.logfd >= 0) return;
+  const char *base = getenv("FZ_LOG");
+  if (!base) return;
+  char path[512];
+  snprintf(path, sizeof path, "%s.%d", base, (int)getpid());
+  M.logfd = open(path, O_RDONLY | O_CLOEXEC); /* pinguard makes it at its first report */
+  M.logoff = 0;
+}
+
+static void hrep_push(const rep_t *r) {
+  if (M.nhrep == M.caphrep) {
+    M.caphrep = M.caphrep ? M.caphrep * 2 : 16;
+    M.hrep = realloc(M.hrep, M.caphrep * sizeof *M.hrep);
+    if (!M.hrep) abort();
+  }
+  M.hrep[M.nhrep++] = *r;
+}
+
+static void release_pages_of(const rep_t *r);
+
+/* New complete report lines since the last call: those of host functions are kept for the end,
+ * the others returned (at most cap). */
+static void route(const rep_t *r, rep_t *out, size_t cap, size_t *n) {
+  if (M.cfg->concurrent) {
+    for (int t = 0; t < M.cfg->threads; t++) {
+      tmodel_t *m = &M.tm[t];
+      if (m != T && M.pgtid[t] && M.pgtid[t] == r->thread) {
+        if (m->nq < sizeof m->q / sizeof *m->q) m->q[m->nq++] = *r;
+        return;
+      }
+    }
+  }
+  if (*n < cap) out[(*n)++] = *r;
+}
+
+/* A probe's report (the thread's number learned), or not. */
+static bool probe_report(const rep_t *r) {
+  if (strcmp(r->kind, "release-during-device-access")) return false;
+  for (int t = 0; t < M.cfg->threads; t++)
+    if (M.probe[t] && r->addr == M.probe[t]) {
+      M.pgtid[t] = r->thread;
+      return true;
+    }
+  return false;
+}
+
+/* Made by a thread that is none of the application's: a host function on a stream worker. */
+static bool from_worker(const rep_t *r) {
+  if (r->hostfn) return true;
+  if (M.probed < (size_t)M.cfg->threads) return false;
+  for (int t = 0; t < M.cfg->threads; t++)
+    if (!M.pgtid[t] || M.pgtid[t] == r->thread) return false;
+  return true;
+}
+
+static size_t log_collect_locked(rep_t *out, size_t cap);
+static size_t log_collect(rep_t *out, size_t cap) {
+  if (!M.cfg->concurrent) return log_collect_locked(out, cap);
+  pthread_mutex_lock(&M.logmu);
+  size_t n = 0;
+  for (; n < T->nq && n < cap; n++) out[n] = T->q[n];
+  T->nq = 0;
+  n += log_collect_locked(out + n, cap - n);
+  pthread_mutex_unlock(&M.logmu);
+  return n;
+}
+
+static size_t log_collect_locked(rep_t *out, size_t cap) {
+  log_open();
+  if (M.logfd < 0) return 0;
+  size_t n = 0;
+  for (;;) {
+    ssize_t got = pread(M.logfd, M.pend + M.npend, sizeof M.pend - 1 - M.npend, M.logoff);
+    if (got <= 0) break;
+    M.logoff += got;
+    M.npend += (size_t)got;
+    M.pend[M.npend] = 0;
+    char *start = M.pend, *nl;
+    while ((nl = strchr(start, '\n'))) {
+      *nl = 0;
+      rep_t r;
+      if (parse_report(start, &r) && !probe_report(&r)) {
+        if (from_worker(&r)) {
+          r.hostfn = true;
+          hrep_push(&r);
+          if (!M.cfg->mode_enforce && !M.cfg->concurrent) release_pages_of(&r);
+        } else {
+          route(&r, out, cap, &n);
+        }
+      }
+      start = nl + 1;
+    }
+    M.npend -= (size_t)(start - M.pend);
+    memmove(M.pend, start, M.npend);
+    if (M.npend >= sizeof M.pend - 1) M.npend = 0; /* a line too long to be ours */
+  }
+  return n;
+}
+
+/* ---- model helpers ------------------------------------------------------------------------- */
+static bool hb_before_host(const dacc_t *d) { return T->host.c[d->stream] >= d->pos; }
+
+static bool ordered_before_stream(const dacc_t *d, int s) {
+  if (d->stream == s) return true;
+  vc_t v = M.svc[s];
+  vc_join(&v, &T->host);
+  return v.c[d->stream] >= d->pos;
+}
+
+static bool dacc_unordered_with_hfn(const dacc_t *d, const hfn_t *h) {
+  if (h->vc.c[d->stream] >= d->pos) return false; /* d before h */
+  if (d->vc.c[h->stream] >= h->pos) return false; /* h before d */
+  return true;
+}
+
+static bool pending(uint64_t gate, uint64_t opened) { return gate > opened; }
+
+static bool overlaps(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d) { return a < d && c < b; }
+
+static dacc_t *dacc_push(void) {
+  if (T->nd == T->capd) {
+    T->capd = T->capd ? T->capd * 2 : 64;
+    T->d = realloc(T->d, T->capd * sizeof *T->d);
+    if (!T->d) abort();
+  }
+  dacc_t *d = &T->d[T->nd++];
+  memset(d, 0, sizeof *d);
+  return d;
+}
+
+static buf_t *buf_of_addr(uintptr_t a) {
+  for (int i = 0; i < FZ_MAXB; i++) {
+    buf_t *b = &M.b[i];
+    if (b->alive && a >= (uintptr_t)b->p && a < (uintptr_t)b->p + b->size) return b;
+  }
+  return NULL;
+}
+
+static void release_range(buf_t *b, uintptr_t lo, uintptr_t hi) {
+  for (size_t pg = 0; pg < b->size / FZ_PAGE; pg++) {
+    uintptr_t p = (uintptr_t)b->p + pg * FZ_PAGE;
+    if (p < hi && lo < p + FZ_PAGE) b->released[pg] = true;
+  }
+}
+
+/* After an audit report of a CPU access, pinguard lets the CPU through the faulting page and (as
+ * the docs now say) through every page of the GPU accesses the report met, until they retire or
+ * a new access covers the page. The model lets them go until a new access covers them (an
+ * earlier retirement only makes a report impossible there, which the model never requires). */
+static void release_pages_of(const rep_t *r) {
+  buf_t *b = buf_of_addr(r->addr);
+  if (!b) return;
+  uintptr_t page = r->addr & ~(uintptr_t)(FZ_PAGE - 1);
+  release_range(b, page, page + FZ_PAGE);
+  if (r->total > r->ngpu) { /* it met accesses the report does not show: any page may be open */
+    release_range(b, (uintptr_t)b->p, (uintptr_t)b->p + b->size);
+    return;
+  }
+  for (unsigned g = 0; g < r->ngpu; g++) release_range(b, r->g[g].addr, r->g[g].addr + r->g[g].len);
+}
+
+/* A new access re-arms the pages lying wholly inside it. */
+static void rearm(buf_t *b, uintptr_t lo, uintptr_t hi) {
+  for (size_t pg = 0; pg < b->size / FZ_PAGE; pg++) {
+    uintptr_t p = (uintptr_t)b->p + pg * FZ_PAGE;
+    if (lo <= p && p + FZ_PAGE <= hi) b->released[pg] = false;
+  }
+}
+
+/* Does gpu entry g of a report name a model access satisfying `ok`? */
+typedef bool (*acc_pred)(const dacc_t *d, const void *ctx);
+static bool gpu_entry_valid(uintptr_t addr, size_t len, uintptr_t stream, acc_pred ok,
+                            const void *ctx) {
+  for (size_t i = 0; i < T->nd; i++) {
+    const dacc_t *d = &T->d[i];
+    if (d->lo == addr && d->hi - d->lo == len && (uintptr_t)M.s[d->stream] == stream &&
+        ok(d, ctx))
+      return true;
+  }
+  return false;
+}
+
+static size_t count_matching(acc_pred ok, const void *ctx) {
+  size_t n = 0;
+  for (size_t i = 0; i < T->nd; i++)
+    if (ok(&T->d[i], ctx)) n++;
+  return n;
+}
+
+/* Checks the reports of one op: each must be of an allowed kind and name only allowed accesses
+ * (total included); `must` says one is required. */
+typedef struct verdict {
+  const char *kind;           /* the report kind this op may give */
+  acc_pred ok;                /* which model accesses a report may name */
+  const void *ctx;
+  bool by_addr;               /* ctx is per-report: set from the report's addr (CPU pages) */
+} verdict_t;
+
+/* ---- CPU accesses ------------------------------------------------------------------------- */
+__attribute__((noinline)) void fz_cpu_touch(unsigned char *p, size_t len, int write, int val);
+__attribute__((noinline)) void fz_cpu_touch(unsigned char *p, size_t len, int write, int val) {
+  volatile unsigned char *q = p;
+  if (write) {
+    for (size_t i = 0; i < len; i++) q[i] = (unsigned char)val;
+  } else {
+    unsigned s = 0;
+    for (size_t i = 0; i < len; i++) s += q[i];
+    (void)s;
+  }
+}
+
+__attribute__((noinline)) void fz_hostfn_touch(unsigned char *p, size_t len);
+__attribute__((noinline)) void fz_hostfn_touch(unsigned char *p, size_t len) {
+  volatile unsigned char *q = p;
+  unsigned s = 0;
+  for (size_t i = 0; i < len; i++) s += q[i];
+  (void)s;
+}
+
+static void CUDART_CB hostfn_body(void *user) {
+  hostfn_arg_t *a = user;
+  fz_hostfn_touch(a->p, a->len);
+}
+
+static void CUDART_CB gate_body(void *user) { fz_gate_wait((uint64_t)(uintptr_t)user); }
+
+typedef struct cpu_ctx {
+  const buf_t *b;
+  uintptr_t page;
+  bool write;
+} cpu_ctx_t;
+
+static bool cpu_ok(const dacc_t *d, const void *vctx) {
+  const cpu_ctx_t *c = vctx;
+  return d->live && d->buf == c->b->gen && overlaps(d->lo, d->hi, c->page, c->page + FZ_PAGE) &&
+         (c->write || may_write(d->dir)) && !hb_before_host(d);
+}
+
+/* A host function that may be running now (not behind a closed gate, not known complete). */
+static bool hfn_may_run(const hfn_t *h, uint64_t opened) {
+  return !pending(h->gate, opened) && T->host.c[h->stream] < h->pos;
+}
+
+/* Where a GPU access named in a report comes from, in the model's terms. */
+static void describe_access(uintptr_t addr, size_t len, uintptr_t stream, char *out, size_t cap) {
+  int si = -1;
+  for (int k = 0; k < FZ_MAXS; k++)
+    if (M.s[k] && (uintptr_t)M.s[k] == stream) si = k;
+  int owner = M.cfg->concurrent && si >= 0 ? si / M.cfg->streams : 0;
+  const char *state = "the model has no such access";
+  int op = -1;
+  if (si >= 0) {
+    tmodel_t *m = &M.tm[owner];
+    for (size_t k = 0; k < m->nd; k++) {
+      const dacc_t *d = &m->d[k];
+      if (d->lo == addr && d->hi - d->lo == len && d->stream == si) {
+        op = d->op;
+        state = !d->live                            ? "its buffer was unpinned since"
+                : m->host.c[d->stream] >= d->pos    ? "its thread's host has synchronized with it"
+                                                    : "it overlaps, but not this op's bytes";
+      }
+    }
+  }
+  snprintf(out, cap, "stream %d%s%d, op #%d: %s", si, M.cfg->concurrent ? " of thread " : "",
+           M.cfg->concurrent ? owner : 0, op, state);
+}
+
+/* ---- the ops ------------------------------------------------------------------------------- */
+static void check_reports(int op, const rep_t *r, size_t n, const char *kind, acc_pred ok,
+                          void *ctx, uintptr_t *page, uintptr_t span_lo, size_t span_len,
+                          bool must, const char *must_why) {
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(r[i].kind, kind) != 0) {
+      fail("false-positive", op, "unexpected %s report at 0x%lx (%s by pinguard's T%u)",
+           r[i].kind, (unsigned long)r[i].addr, r[i].what, r[i].thread);
+      return;
+    }
+    if (page) {
+      *page = r[i].addr & ~(uintptr_t)(FZ_PAGE - 1);
+    } else if (span_len && (r[i].addr != span_lo || r[i].len != span_len)) {
+      continue; /* another span's report (checked with that span) */
+    }
+    for (unsigned g = 0; g < r[i].ngpu; g++) {
+      if (!gpu_entry_valid(r[i].g[g].addr, r[i].g[g].len, r[i].g[g].stream, ok, ctx)) {
+        char where[200];
+        describe_access(r[i].g[g].addr, r[i].g[g].len, r[i].g[g].stream, where, sizeof where);
+        fail("false-positive", op,
+             "%s names the access of %zu bytes at 0x%lx on stream 0x%lx, which the model "
+             "orders before this op (or does not have): %s",
+             kind, r[i].g[g].len, (unsigned long)r[i].g[g].addr,
+             (unsigned long)r[i].g[g].stream, where);
+        return;
+      }
+    }
+    size_t allowed = count_matching(ok, ctx);
+    if (r[i].total > allowed) {
+      fail("false-positive", op, "%s counts %u in-flight accesses, the model allows %zu", kind,
+           r[i].total, allowed);
+      return;
+    }
+  }
+  /* Concurrent runs: other threads open gates at any time, so a requirement holds only when
+   * no opening happened during the op. */
+  if (M.cfg->concurrent && fz_gate_opens() != t_opens0) must = false;
+  fz_stat_reports += n;
+  if (must) fz_stat_required++;
+  if (must) {
+    bool seen = false;
+    for (size_t i = 0; i < n; i++)
+      if (!span_len || (r[i].addr == span_lo && r[i].len == span_len)) seen = true;
+    if (!seen) fail("false-negative", op, "expected a %s report: %s", kind, must_why);
+  }
+}
+
+static cudaStream_t S(int i) { return M.s[i]; }
+
+/* Before an enqueue on stream s: the host's knowledge flows into the stream. */
+static uint32_t stream_advance(int s) {
+  vc_join(&M.svc[s], &T->host);
+  return ++M.svc[s].c[s];
+}
+
+static void op_alloc(int i, const fz_op_t *o) {
+  buf_t *b = &M.b[o->a[0] % M.cfg->slots + t_base_b];
+  if (b->alive) return;
+  size_t size = (size_t)(o->a[1] < 1 ? 1 : o->a[1] > FZ_MAXPAGES ? FZ_MAXPAGES : o->a[1]) * FZ_PAGE;
+  void *p = NULL;
+  int how = o->a[2] % 3;
+  cudaError_t err;
+  unsigned char fillv = (unsigned char)(0x30 + i);
+  if (how == 0) {
+    err = cudaHostAlloc(&p, size, cudaHostAllocDefault);
+    if (err == cudaSuccess) memset(p, fillv, size);
+  } else {
+    if (how == 1) {
+      if (posix_memalign(&p, FZ_PAGE, size)) p = NULL;
+    } else {
+      p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) p = NULL;
+    }
+    if (!p) {
+      fail("error", i, "out of memory");
+      return;
+    }
+    memset(p, fillv, size);
+    err = cudaHostRegister(p, size, cudaHostRegisterDefault);
+  }
+  if (err != cudaSuccess) {
+    fail("error", i, "pinning failed: %s", cudaGetErrorName(err));
+    return;
+  }
+  b->alive = true;
+  b->how = how;
+  b->p = p;
+  b->size = size;
+  b->gen = ++M.next_gen;
+  if (g_trace)
+    fprintf(stderr, "pgfuzz:   slot %d = [%p, %p) (%s)\n", o->a[0] % M.cfg->slots, p,
+            (void *)((char *)p + size), how == 0 ? "cudaHostAlloc" : how == 1 ? "malloc" : "mmap");
+  b->model = malloc(size);
+  memset(b->model, fillv, size);
+  memset(b->released, 0, sizeof b->released);
+}
+
+typedef struct free_ctx {
+  uint64_t gen;
+} free_ctx_t;
+static bool free_ok(const dacc_t *d, const void *vctx) {
+  const free_ctx_t *c = vctx;
+  return d->live && d->buf == c->gen && !hb_before_host(d);
+}
+
+static void buf_release(buf_t *b) {
+  if (b->how == 0) {
+    cudaFreeHost(b->p);
+  } else {
+    cudaHostUnregister(b->p);
+    if (b->how == 1) free(b->p);
+    else munmap(b->p, b->size);
+  }
+}
+
+static void op_free(int i, const fz_op_t *o, uint64_t opened) {
+  buf_t *b = &M.b[o->a[0] % M.cfg->slots + t_base_b];
+  if (!b->alive) return;
+  free_ctx_t c = {b->gen};
+  bool must = false;
+  for (size_t k = 0; k < T->nd; k++)
+    if (free_ok(&T->d[k], &c) && pending(T->d[k].gate, opened)) must = true;
+  cudaError_t err;
+  if (b->how == 0) {
+    err = cudaFreeHost(b->p);
+  } else {
+    err = cudaHostUnregister(b->p);
+  }
+  rep_t r[16];
+  size_t n = log_collect(r, 16);
+  const char *kind = b->how == 0 ? "free-during-device-access" : "unregister-during-device-access";
+  check_reports(i, r, n, kind, free_ok, &c, NULL, 0, 0, must,
+                "an access to the buffer is behind a closed gate");
+  if (b->how == 1) free(b->p);
+  else if (b->how == 2) munmap(b->p, b->size);
+  if (err != cudaSuccess) fail("error", i, "unpinning failed: %s", cudaGetErrorName(err));
+  for (size_t k = 0; k < T->nd; k++)
+    if (T->d[k].buf == b->gen) T->d[k].live = false;
+  b->alive = false;
+  free(b->model);
+  b->model = NULL;
+}
+
+typedef struct span {
+  uintptr_t lo, hi;
+  int dir;
+} span_t;
+
+typedef struct conf_ctx {
+  uint64_t gen;
+  span_t sp;
+  int stream;
+} conf_ctx_t;
+static bool conf_ok(const dacc_t *d, const void *vctx) {
+  const conf_ctx_t *c = vctx;
+  return d->live && d->buf == c->gen && overlaps(d->lo, d->hi, c->sp.lo, c->sp.hi) &&
+         (may_write(d->dir) || may_write(c->sp.dir)) && !ordered_before_stream(d, c->stream);
+}
+
+/* The checks and bookkeeping around one enqueue with host spans sp[0..n) on stream s. */
+typedef struct enq {
+  int op, s;
+  buf_t *b;
+  span_t sp[4];
+  int n;
+  bool must[4];
+} enq_t;
+
+static void enq_before(enq_t *q, uint64_t opened) {
+  bool may_have_waited = false;
+  for (int k = 0; k < q->n; k++) {
+    conf_ctx_t c = {q->b->gen, q->sp[k], q->s};
+    q->must[k] = false;
+    bool candidate = false;
+    for (size_t j = 0; j < T->nd; j++) {
+      if (!conf_ok(&T->d[j], &c)) continue;
+      candidate = true;
+      if (pending(T->d[j].gate, opened)) q->must[k] = true;
+    }
+    /* In enforce mode the check of an earlier span may have waited, which opens the gates. */
+    if (may_have_waited) q->must[k] = false;
+    if (candidate && M.cfg->mode_enforce) may_have_waited = true;
+  }
+}
+
+static void enq_after(enq_t *q, cudaError_t err) {
+  rep_t r[32];
+  size_t n = log_collect(r, 32);
+  for (int k = 0; k < q->n && !M.failed; k++) {
+    conf_ctx_t c = {q->b->gen, q->sp[k], q->s};
+    check_reports(q->op, r, n, "device-access-conflict", conf_ok, &c, NULL, q->sp[k].lo,
+                  q->sp[k].hi - q->sp[k].lo, q->must[k],
+                  "an unordered access to the same bytes on another stream is behind a closed gate");
+  }
+  if (err != cudaSuccess) {
+    fail("error", q->op, "enqueue failed: %s", cudaGetErrorName(err));
+    return;
+  }
+  uint32_t pos = stream_advance(q->s);
+  for (int k = 0; k < q->n; k++) {
+    dacc_t *d = dacc_push();
+    d->op = q->op;
+    d->stream = q->s;
+    d->pos = pos;
+    d->vc = M.svc[q->s];
+    d->gate = M.sgate[q->s];
+    d->lo = q->sp[k].lo;
+    d->hi = q->sp[k].hi;
+    d->dir = q->sp[k].dir;
+    d->buf = q->b->gen;
+    d->live = true;
+    rearm(q->b, d->lo, d->hi);
+  }
+}
+
+static bool range_ok(const buf_t *b, long off, long len) {
+  return b->alive && off >= 0 && len > 0 && (size_t)(off + len) <= b->size;
+}
+
+static void op_copy(int i, const fz_op_t *o, uint64_t opened) {
+  int d2h = o->a[0] & 1, s = (o->a[1] % M.cfg->streams + t_base_s), api = o->a[6] % 5;
+  buf_t *b = &M.b[o->a[2] % M.cfg->slots + t_base_b];
+  long hoff = o->a[3], doff = o->a[4], len = o->a[5];
+  long hull = api >= 3 ? len + len / 2 : len;
+  if (!range_ok(b, hoff, hull) || doff < 0 || doff + len > FZ_DEVBYTES) return;
+  if (api >= 2 && (len < 2 || len % 2)) api = 0;
+  unsigned char *h = b->p + hoff, *dv = M.dev[s] + doff;
+  enq_t q = {.op = i, .s = s, .b = b};
+  int dir = d2h ? D_WRITE : D_READ;
+  if (api == 2) {
+    q.n = 2;
+    q.sp[0] = (span_t){(uintptr_t)h, (uintptr_t)h + (size_t)len / 2, dir};
+    q.sp[1] = (span_t){(uintptr_t)h + (size_t)len / 2, (uintptr_t)h + (size_t)len, dir};
+  } else {
+    q.n = 1;
+    q.sp[0] = (span_t){(uintptr_t)h, (uintptr_t)h + (size_t)hull, dir};
+  }
+  enq_before(&q, opened);
+  cudaError_t err;
+  enum cudaMemcpyKind kind = d2h ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
+  size_t w = (size_t)len / 2;
+  switch (api) {
+    case 0: err = d2h ? cudaMemcpyAsync(h, dv, (size_t)len, kind, S(s))
+                      : cudaMemcpyAsync(dv, h, (size_t)len, kind, S(s)); break;
+    case 1: err = d2h ? cudaMemcpyAsync_ptsz(h, dv, (size_t)len, kind, S(s))
+                      : cudaMemcpyAsync_ptsz(dv, h, (size_t)len, kind, S(s)); break;
+    case 2: {
+      void *dsts[2], *srcs[2];
+      size_t sizes[2] = {w, w};
+      for (int k = 0; k < 2; k++) {
+        dsts[k] = d2h ? (void *)(h + k * w) : (void *)(dv + k * w);
+        srcs[k] = d2h ? (void *)(dv + k * w) : (void *)(h + k * w);
+      }
+      struct cudaMemcpyAttributes attr;
+      memset(&attr, 0, sizeof attr);
+      attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+      size_t idx = 0;
+      err = (i & 1) ? cudaMemcpyBatchAsync(dsts, (const void *const *)srcs, sizes, 2, &attr, &idx, 1, S(s))
+                    : cudaMemcpyBatchAsync_ptsz(dsts, (const void *const *)srcs, sizes, 2, &attr,
+                                                &idx, 1, S(s));
+      break;
+    }
+    case 3: /* host rows of w bytes at a pitch of len; device rows packed */
+      err = d2h ? cudaMemcpy2DAsync(h, (size_t)len, dv, w, w, 2, kind, S(s))
+                : cudaMemcpy2DAsync(dv, w, h, (size_t)len, w, 2, kind, S(s));
+      break;
+    default: {
+      struct cudaMemcpy3DParms p;
+      memset(&p, 0, sizeof p);
+      struct cudaPitchedPtr hp = {.ptr = h, .pitch = (size_t)len, .xsize = w, .ysize = 2};
+      struct cudaPitchedPtr dp = {.ptr = dv, .pitch = w, .xsize = w, .ysize = 2};
+      p.srcPtr = d2h ? dp : hp;
+      p.dstPtr = d2h ? hp : dp;
+      p.extent = (struct cudaExtent){.width = w, .height = 2, .depth = 1};
+      p.kind = kind;
+      err = (i & 1) ? cudaMemcpy3DAsync(&p, S(s)) : cudaMemcpy3DAsync_ptsz(&p, S(s));
+      break;
+    }
+  }
+  enq_after(&q, err);
+  if (err != cudaSuccess) return;
+  /* data, in program order */
+  unsigned char *hm = b->model + hoff, *dm = M.devmodel[s] + doff;
+  if (api >= 3) {
+    for (int row = 0; row < 2; row++) {
+      if (d2h) memcpy(hm + row * len, dm + row * (long)w, w);
+      else memcpy(dm + row * (long)w, hm + row * len, w);
+    }
+  } else if (d2h) {
+    memcpy(hm, dm, (size_t)len);
+  } else {
+    memcpy(dm, hm, (size_t)len);
+  }
+}
+
+static void op_kern(int i, const fz_op_t *o, uint64_t opened) {
+  int kind = o->a[0] % 3, s = (o->a[1] % M.cfg->streams + t_base_s), val = o->a[6] & 0xff;
+  int api = (o->a[6] >> 8) % 3;
+  buf_t *b = &M.b[o->a[2] % M.cfg->slots + t_base_b];
+  long hoff = o->a[3], doff = o->a[4], len = o->a[5];
+  if (!range_ok(b, hoff, len) || doff < 0 || doff + len > FZ_DEVBYTES) return;
+  unsigned char *h = b->p + hoff, *dv = M.dev[s] + doff;
+  /* pinguard sees a host pointer parameter: unknown direction, up to the region's end */
+  enq_t q = {.op = i, .s = s, .b = b, .n = 1};
+  q.sp[0] = (span_t){(uintptr_t)h, (uintptr_t)b->p + b->size, D_UNKNOWN};
+  enq_before(&q, opened);
+  size_t n = (size_t)len;
+  void *args[] = {&h, &dv, &n, &val, &kind};
+  cudaError_t err;
+  if (api == 0) {
+    err = cudaLaunchKernel((const void *)fz_kernel, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, S(s));
+  } else if (api == 1) {
+    err = cudaLaunchKernel_ptsz((const void *)fz_kernel, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0,
+                                S(s));
+  } else {
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDim = (dim3){1, 1, 1};
+    cfg.blockDim = (dim3){1, 1, 1};
+    cfg.stream = S(s);
+    err = cudaLaunchKernelExC(&cfg, (const void *)fz_kernel, args);
+  }
+  enq_after(&q, err);
+  if (err != cudaSuccess) return;
+  unsigned char *hm = b->model + hoff, *dm = M.devmodel[s] + doff;
+  if (kind == 0) memset(hm, val, n);
+  else if (kind == 1) memcpy(dm, hm, n);
+  else memcpy(hm, dm, n);
+}
+
+static void op_cpu(int i, const fz_op_t *o, uint64_t opened) {
+  bool write = o->a[0] & 1;
+  buf_t *b = &M.b[o->a[1] % M.cfg->slots + t_base_b];
+  long off = o->a[2], len = o->a[3];
+  if (!range_ok(b, off, len)) return;
+  uintptr_t lo = (uintptr_t)b->p + (uintptr_t)off, hi = lo + (uintptr_t)len;
+  bool must = false;
+  char why[160] = "";
+  bool any_hfn_running = false;
+  for (size_t k = 0; k < T->nh; k++)
+    if (hfn_may_run(&T->h[k], opened)) any_hfn_running = true;
+  bool guarded = b->size >= M.cfg->guard_min;
+  for (uintptr_t pg = lo & ~(uintptr_t)(FZ_PAGE - 1); pg < hi && guarded; pg += FZ_PAGE) {
+    size_t pi = (pg - (uintptr_t)b->p) / FZ_PAGE;
+    if (!M.cfg->mode_enforce && b->released[pi]) continue;
+    bool hfn_here = false; /* a host function's audit report may let the page go any moment */
+    for (size_t k = 0; k < T->nh; k++)
+      if (T->h[k].buf == b->gen && overlaps(T->h[k].lo, T->h[k].hi, pg, pg + FZ_PAGE) &&
+          hfn_may_run(&T->h[k], opened))
+        hfn_here = true;
+    if (hfn_here || (M.cfg->mode_enforce && any_hfn_running)) continue;
+    if (M.cfg->concurrent) { /* a host function's report let the page go (not tracked here) */
+      bool hit = false;
+      pthread_mutex_lock(&M.logmu);
+      for (size_t k = 0; k < M.nhrep; k++)
+        if ((M.hrep[k].addr & ~(uintptr_t)(FZ_PAGE - 1)) == pg) hit = true;
+      pthread_mutex_unlock(&M.logmu);
+      if (hit) continue;
+    }
+    for (size_t k = 0; k < T->nd; k++) {
+      const dacc_t *d = &T->d[k];
+      if (d->live && d->buf == b->gen && pending(d->gate, opened) && d->lo <= pg &&
+          pg + FZ_PAGE <= d->hi && (write || may_write(d->dir))) {
+        must = true;
+        snprintf(why, sizeof why, "page %zu lies wholly inside op #%d's access, behind a closed gate",
+                 pi, d->op);
+      }
+    }
+  }
+  fz_cpu_touch(b->p + off, (size_t)len, write, o->a[4]);
+  rep_t r[64];
+  size_t n = log_collect(r, 64);
+  cpu_ctx_t c = {.b = b, .write = write};
+  check_reports(i, r, n, write ? "cpu-write-during-device-access" : "cpu-read-during-device-write",
+                cpu_ok, &c, &c.page, 0, 0, must, why);
+  if (!M.cfg->mode_enforce)
+    for (size_t k = 0; k < n; k++) release_pages_of(&r[k]);
+  if (write) {
+    memset(b->model + off, o->a[4], (size_t)len);
+  } else if (M.cfg->mode_enforce && !M.failed) {
+    for (long k = 0; k < len; k++)
+      if (b->p[off + k] != b->model[off + k]) {
+        fail("data", i, "byte %ld of the buffer reads 0x%02x, program order says 0x%02x",
+             off + k, b->p[off + k], b->model[off + k]);
+        break;
+      }
+  }
+}
+
+static void op_hostfn(int i, const fz_op_t *o) {
+  int s = (o->a[0] % M.cfg->streams + t_base_s);
+  buf_t *b = &M.b[o->a[1] % M.cfg->slots + t_base_b];
+  long off = o->a[2], len = o->a[3];
+  if (!range_ok(b, off, len)) return;
+  hostfn_arg_t *a = malloc(sizeof *a);
+  a->p = b->p + off;
+  a->len = (size_t)len;
+  T->hargs = realloc(T->hargs, (T->nhargs + 1) * sizeof *T->hargs);
+  T->hargs[T->nhargs++] = a;
+  cudaError_t err = (i & 1) ? cudaLaunchHostFunc(S(s), hostfn_body, a)
+                            : cudaLaunchHostFunc_ptsz(S(s), hostfn_body, a);
+  if (err != cudaSuccess) {
+    fail("error", i, "cudaLaunchHostFunc failed: %s", cudaGetErrorName(err));
+    return;
+  }
+  if (T->nh == T->caph) {
+    T->caph = T->caph ? T->caph * 2 : 16;
+    T->h = realloc(T->h, T->caph * sizeof *T->h);
+  }
+  hfn_t *h = &T->h[T->nh++];
+  h->op = i;
+  h->stream = s;
+  h->pos = stream_advance(s);
+  h->vc = M.svc[s];
+  h->gate = M.sgate[s];
+  h->lo = (uintptr_t)a->p;
+  h->hi = h->lo + a->len;
+  h->buf = b->gen;
+}
+
+static void learn(const vc_t *v) { vc_join(&T->host, v); }
+
+static void exec_op(int i) {
+  const fz_op_t *o = &M.ops->v[i];
+  t_opens0 = fz_gate_opens();
+  uint64_t opened = fz_gate_opened();
+  if (g_trace) {
+    char line[160];
+    fz_op_format(o, line, sizeof line);
+    fprintf(stderr, "pgfuzz: op #%d [%s] gates open up to %lu\n", i, line, (unsigned long)opened);
+  }
+  cudaError_t err = cudaSuccess;
+  switch (o->code) {
+    case FZ_ALLOC: op_alloc(i, o); break;
+    case FZ_FREE: op_free(i, o, opened); break;
+    case FZ_COPY: op_copy(i, o, opened); break;
+    case FZ_KERN: op_kern(i, o, opened); break;
+    case FZ_CPU: op_cpu(i, o, opened); break;
+    case FZ_HOSTFN: op_hostfn(i, o); break;
+    case FZ_EVREC: {
+      int e = (o->a[0] % M.cfg->events + t_base_e), s = (o->a[1] % M.cfg->streams + t_base_s);
+      event_t *ev = &M.ev[e];
+      /* simcuda keeps only an event's latest record, and a newer record that completes first
+       * may release the waiters of an older one early. Not re-recorded, then, while a stream
+       * waits on a record that may not have completed. */
+      if (ev->recorded && ev->waited && T->host.c[ev->stream] < ev->pos) break;
+      err = (i & 1) ? cudaEventRecord(M.e[e], S(s)) : cudaEventRecord_ptsz(M.e[e], S(s));
+      if (err == cudaSuccess) {
+        ev->pos = stream_advance(s);
+        ev->stream = s;
+        ev->recorded = true;
+        ev->waited = false;
+        ev->vc = M.svc[s];
+        ev->gate = M.sgate[s];
+      }
+      break;
+    }
+    case FZ_WAITEV: {
+      int s = (o->a[0] % M.cfg->streams + t_base_s), e = (o->a[1] % M.cfg->events + t_base_e);
+      err = (i & 1) ? cudaStreamWaitEvent(S(s), M.e[e], 0) : cudaStreamWaitEvent_ptsz(S(s), M.e[e], 0);
+      if (err == cudaSuccess && M.ev[e].recorded) {
+        M.ev[e].waited = true;
+        vc_join(&M.svc[s], &M.ev[e].vc);
+        if (M.ev[e].gate > M.sgate[s]) M.sgate[s] = M.ev[e].gate;
+      }
+      break;
+    }
+    case FZ_SSYNC: {
+      int s = (o->a[0] % M.cfg->streams + t_base_s);
+      vc_t snap = M.svc[s];
+      err = (i & 1) ? cudaStreamSynchronize(S(s)) : cudaStreamSynchronize_ptsz(S(s));
+      if (err == cudaSuccess) learn(&snap);
+      break;
+    }
+    case FZ_SQUERY: {
+      int s = (o->a[0] % M.cfg->streams + t_base_s);
+      vc_t snap = M.svc[s];
+      err = (i & 1) ? cudaStreamQuery(S(s)) : cudaStreamQuery_ptsz(S(s));
+      if (err == cudaSuccess) learn(&snap);
+      else if (err == cudaErrorNotReady) err = cudaSuccess;
+      break;
+    }
+    case FZ_ESYNC: {
+      int e = (o->a[0] % M.cfg->events + t_base_e);
+      err = cudaEventSynchronize(M.e[e]);
+      if (err == cudaSuccess && M.ev[e].recorded) learn(&M.ev[e].vc);
+      break;
+    }
+    case FZ_EQUERY: {
+      int e = (o->a[0] % M.cfg->events + t_base_e);
+      err = cudaEventQuery(M.e[e]);
+      if (err == cudaSuccess && M.ev[e].recorded) learn(&M.ev[e].vc);
+      else if (err == cudaErrorNotReady) err = cudaSuccess;
+      break;
+    }
+    case FZ_DSYNC: {
+      vc_t snap[FZ_MAXS];
+      memcpy(snap, M.svc, sizeof snap);
+      err = cudaDeviceSynchronize();
+      if (err == cudaSuccess)
+        for (int s = 0; s < M.cfg->streams; s++) learn(&snap[s]);
+      break;
+    }
+    case FZ_GATE: {
+      int s = (o->a[0] % M.cfg->streams + t_base_s);
+      uint64_t g = fz_gate_new();
+      err = cudaLaunchHostFunc(S(s), gate_body, (void *)(uintptr_t)g);
+      if (err == cudaSuccess) M.sgate[s] = g;
+      break;
+    }
+    case FZ_OPEN: fz_gate_open_all(); break;
+  }
+  if (err != cudaSuccess) fail("error", i, "%s failed: %s", fz_code_name(o->code), cudaGetErrorName(err));
+  /* Reports outside the ops that may make them (none expected) */
+  if (o->code != FZ_FREE && o->code != FZ_COPY && o->code != FZ_KERN && o->code != FZ_CPU) {
+    rep_t r[8];
+    size_t n = log_collect(r, 8);
+    if (n)
+      fail("false-positive", i, "unexpected %s report at 0x%lx (%s by pinguard's T%u; this is T%u)",
+           r[0].kind, (unsigned long)r[0].addr, r[0].what, r[0].thread,
+           t_app_thread ? M.pgtid[t_app_thread - 1] : 0);
+  }
+}
+
+/* ---- host functions' reports ------------------------------------------------------------------ */
+typedef struct hctx {
+  const hfn_t *h;
+  uintptr_t page;
+} hctx_t;
+static bool hfn_ok(const dacc_t *d, const void *vctx) {
+  const hctx_t *c = vctx;
+  return d->buf == c->h->buf && overlaps(d->lo, d->hi, c->page, c->page + FZ_PAGE) &&
+         dacc_unordered_with_hfn(d, c->h);
+}
+
+static void check_hostfn_reports(void) {
+  for (size_t k = 0; k < M.nhrep && !M.failed; k++) {
+    const rep_t *r = &M.hrep[k];
+    uintptr_t page = r->addr & ~(uintptr_t)(FZ_PAGE - 1);
+    bool explained = false;
+    int culprit = -1;
+    for (int t = 0; t < FZ_MAXT && !explained; t++)
+    for (size_t j = 0; (T = &M.tm[t]) && j < T->nh && !explained; j++) {
+      const hfn_t *h = &T->h[j];
+      if (!overlaps(h->lo, h->hi, page, page + FZ_PAGE)) continue;
+      if (culprit < 0) culprit = h->op;
+      hctx_t c = {h, page};
+      bool all = strcmp(r->kind, "cpu-read-during-device-write") == 0;
+      for (unsigned g = 0; g < r->ngpu && all; g++)
+        if (!gpu_entry_valid(r->g[g].addr, r->g[g].len, r->g[g].stream, hfn_ok, &c)) all = false;
+      if (all) explained = true;
+    }
+    if (!explained)
+      fail("false-positive", culprit,
+           "a host function's %s report at 0x%lx names %u access(es) (first: %zu bytes at 0x%lx) "
+           "that stream order places before or after it",
+           r->kind, (unsigned long)r->addr, r->ngpu, r->ngpu ? r->g[0].len : 0,
+           (unsigned long)(r->ngpu ? r->g[0].addr : 0));
+  }
+}
+
+/* ---- crashes -------------------------------------------------------------------------------- */
+/* A SIGSEGV that pinguard did not take as its own reaches this handler (pinguard chains to the
+ * application's handler): says where it hit, relative to the buffers and the stack pointer, then
+ * dies of the signal. */
+static void on_crash(int sig, siginfo_t *info, void *uctx) {
+  ucontext_t *uc = uctx;
+  uintptr_t a = (uintptr_t)info->si_addr;
+  uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+  char line[300];
+  int slot = -1;
+  for (int k = 0; k < FZ_MAXB; k++)
+    if (M.b[k].alive && a >= (uintptr_t)M.b[k].p && a < (uintptr_t)M.b[k].p + M.b[k].size) slot = k;
+  int n = snprintf(line, sizeof line,
+                   "CRASH signal %d (si_code %d) at 0x%lx, %s %d, %ld bytes from the faulting "
+                   "thread's stack pointer, on %s %d\n",
+                   sig, info->si_code, (unsigned long)a, slot >= 0 ? "in the buffer of slot" : "slot",
+                   slot, (long)(a - sp), t_app_thread ? "application thread" : "a runtime thread (host function)",
+                   t_app_thread - 1);
+  ssize_t w = write(1, line, (size_t)n);
+  (void)w;
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void fz_install_crash_handler(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_crash;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGSEGV, &sa, NULL);
+  sigaction(SIGBUS, &sa, NULL);
+}
+
+/* ---- threads -------------------------------------------------------------------------------- */
+typedef struct thr {
+  int id;
+} thr_t;
+
+/* Learns pinguard's number for this thread from the report of a release annotation on a buffer
+ * that a held copy reads. One thread at a time (each opens the gates), all before any op. */
+static void probe_thread_number(int me) {
+  pthread_mutex_lock(&M.mu);
+  while (M.probed != (size_t)me) pthread_cond_wait(&M.cv, &M.mu);
+  pthread_mutex_unlock(&M.mu);
+  void *p = NULL;
+  if (cudaHostAlloc(&p, FZ_PAGE, cudaHostAllocDefault) == cudaSuccess) {
+    cudaStream_t s = M.s[t_base_s];
+    M.probe[me] = (uintptr_t)p;
+    uint64_t g = fz_gate_new();
+    cudaLaunchHostFunc(s, gate_body, (void *)(uintptr_t)g);
+    cudaMemcpyAsync(M.dev[t_base_s], p, FZ_PAGE, cudaMemcpyHostToDevice, s);
+    pinguard_release(p, FZ_PAGE);
+    rep_t r[8];
+    log_collect(r, 8);
+    fz_gate_open_all();
+    cudaStreamSynchronize(s);
+    M.probe[me] = 0;
+    cudaFreeHost(p);
+    if (g_trace) fprintf(stderr, "pgfuzz: thread %d is pinguard's T%u\n", me, M.pgtid[me]);
+  }
+  pthread_mutex_lock(&M.mu);
+  M.probed++;
+  pthread_cond_broadcast(&M.cv);
+  while (M.probed < (size_t)M.cfg->threads) pthread_cond_wait(&M.cv, &M.mu);
+  pthread_mutex_unlock(&M.mu);
+}
+
+static void *thread_main(void *arg) {
+  int me = ((thr_t *)arg)->id;
+  t_app_thread = me + 1;
+  if (M.cfg->concurrent) {
+    T = &M.tm[me];
+    t_base_s = me * M.cfg->streams;
+    t_base_e = me * M.cfg->events;
+    t_base_b = me * M.cfg->slots;
+    probe_thread_number(me);
+    for (size_t i = 0; i < M.ops->n && !M.failed; i++)
+      if (M.ops->v[i].t % M.cfg->threads == me) exec_op((int)i);
+    /* Another thread's free or sync may wait for a gate this one made after that call opened
+     * the gates: opening them here lets every such wait end. */
+    fz_gate_open_all();
+    return NULL;
+  }
+  T = &M.tm[0];
+  probe_thread_number(me);
+  pthread_mutex_lock(&M.mu);
+  for (;;) {
+    while (M.turn < M.ops->n && !M.failed && M.ops->v[M.turn].t % M.cfg->threads != me)
+      pthread_cond_wait(&M.cv, &M.mu);
+    if (M.turn >= M.ops->n || M.failed) break;
+    size_t i = M.turn;
+    pthread_mutex_unlock(&M.mu);
+    exec_op((int)i);
+    pthread_mutex_lock(&M.mu);
+    M.turn++;
+    pthread_cond_broadcast(&M.cv);
+  }
+  pthread_mutex_unlock(&M.mu);
+  return NULL;
+}
+
+int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap) {
+  int keepfd = M.logfd;
+  off_t keepoff = M.logoff;
+  bool first = M.cfg == NULL;
+  memset(&M, 0, sizeof M);
+  M.cfg = cfg;
+  M.ops = ops;
+  M.why = why;
+  M.whycap = cap;
+  M.logfd = first ? -1 : keepfd;
+  M.logoff = keepoff;
+  g_trace = getenv("FZ_TRACE") != NULL;
+  why[0] = 0;
+  pthread_mutex_init(&M.mu, NULL);
+  pthread_mutex_init(&M.logmu, NULL);
+  pthread_cond_init(&M.cv, NULL);
+  int nstreams = cfg->streams * (cfg->concurrent ? cfg->threads : 1);
+  int nevents = cfg->events * (cfg->concurrent ? cfg->threads : 1);
+  for (int s = 0; s < nstreams; s++) {
+    if (cudaStreamCreateWithFlags(&M.s[s], cudaStreamNonBlocking) != cudaSuccess ||
+        cudaMalloc((void **)&M.dev[s], FZ_DEVBYTES) != cudaSuccess) {
+      snprintf(why, cap, "error: stream setup failed");
+      return 1;
+    }
+    cudaMemset(M.dev[s], 0, FZ_DEVBYTES);
+  }
+  cudaDeviceSynchronize();
+  for (int e = 0; e < nevents; e++) cudaEventCreateWithFlags(&M.e[e], cudaEventDisableTiming);
+  T = &M.tm[0];
+  rep_t junk[4];
+  log_collect(junk, 4); /* skip whatever an earlier run left */
+  M.nhrep = 0;
+
+  pthread_t th[FZ_MAXT];
+  thr_t ids[FZ_MAXT];
+  /* --roomy-stacks: each thread's stack between two 2 MiB inaccessible gaps, so that no buffer
+   * is ever mapped close to a stack pointer (F4 in FINDINGS.md). */
+  const size_t stack_bytes = 8u << 20, gap = 2u << 20;
+  void *stacks[FZ_MAXT] = {0};
+  for (int t = 0; t < cfg->threads; t++) {
+    ids[t].id = t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (cfg->roomy_stacks) {
+      void *m = mmap(NULL, stack_bytes + 2 * gap, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m != MAP_FAILED &&
+          mprotect((char *)m + gap, stack_bytes, PROT_READ | PROT_WRITE) == 0) {
+        stacks[t] = m;
+        pthread_attr_setstack(&attr, (char *)m + gap, stack_bytes);
+      }
+    }
+    pthread_create(&th[t], &attr, thread_main, &ids[t]);
+    pthread_attr_destroy(&attr);
+  }
+  for (int t = 0; t < cfg->threads; t++) {
+    pthread_join(th[t], NULL);
+    if (stacks[t]) munmap(stacks[t], stack_bytes + 2 * gap);
+  }
+
+  /* The end: everything completes, then the buffers must hold program order's bytes. */
+  fz_gate_open_all();
+  cudaDeviceSynchronize();
+  T = &M.tm[0];
+  rep_t r[8];
+  size_t n = log_collect(r, 8);
+  for (int t = 1; t < FZ_MAXT && !n; t++)
+    if (M.tm[t].nq) n = 1, r[0] = M.tm[t].q[0];
+  if (n && !M.failed)
+    fail("false-positive", -1, "unexpected %s report at 0x%lx after the last op", r[0].kind,
+         (unsigned long)r[0].addr);
+  fz_stat_reports += M.nhrep;
+  check_hostfn_reports();
+  for (int k = 0; k < FZ_MAXB; k++) {
+    buf_t *b = &M.b[k];
+    if (!b->alive) continue;
+    if (cfg->mode_enforce && !M.failed)
+      for (size_t j = 0; j < b->size; j++)
+        if (b->p[j] != b->model[j]) {
+          fail("data", -1, "slot %d: final byte %zu is 0x%02x, program order says 0x%02x", k, j,
+               b->p[j], b->model[j]);
+          break;
+        }
+    buf_release(b);
+    free(b->model);
+    b->alive = false;
+  }
+  for (int s = 0; s < nstreams; s++) {
+    cudaFree(M.dev[s]);
+    cudaStreamDestroy(M.s[s]);
+  }
+  for (int e = 0; e < nevents; e++) cudaEventDestroy(M.e[e]);
+  T = &M.tm[0];
+  log_collect(junk, 4);
+  for (int t = 0; t < FZ_MAXT; t++) {
+    tmodel_t *m = &M.tm[t];
+    for (size_t k = 0; k < m->nhargs; k++) free(m->hargs[k]);
+    free(m->hargs);
+    free(m->d);
+    free(m->h);
+  }
+  free(M.hrep);
+  keepfd = M.logfd;
+  keepoff = M.logoff;
+  bool failed = M.failed;
+  pthread_mutex_destroy(&M.logmu);
+  pthread_mutex_destroy(&M.mu);
+  pthread_cond_destroy(&M.cv);
+  M.logfd = keepfd;
+  M.logoff = keepoff;
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,66 @@
+/* fz_gate.c: libpgfuzz_gate.so, the fuzzer's stream gates. A gate is a host function that holds
+ * its stream until the gates are opened, so that the fuzzer knows for certain that the work
+ * behind a closed gate has not run. Every call that can block on queued work (frees,
+ * unregistrations, stream, event and device syncs: the application's and pinguard's own) opens
+ * every gate first, so nothing ever waits on a closed gate.
+ *
+ * The library sits between pinguard and simcuda: the fuzzer links it before libcudart, so
+ * pinguard's RTLD_NEXT lookup of a real function finds these definitions (carrying libcudart's
+ * version node) first. pinguard's checks therefore run while the gates are still closed, and
+ * each definition here opens them before it forwards to simcuda. Opening is an atomic store:
+ * safe from pinguard's fault handler. */
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+#include <cuda_runtime_api.h>
+
+#include "fz_gate.h"
+
+static atomic_uint_fast64_t g_last;    /* id of the latest gate made */
+static atomic_uint_fast64_t g_opened;  /* gates with an id up to this are open */
+static atomic_uint_fast64_t g_opens;   /* how many times the gates were opened */
+
+uint64_t fz_gate_new(void) { return atomic_fetch_add(&g_last, 1) + 1; }
+
+void fz_gate_open_all(void) {
+  uint64_t last = atomic_load(&g_last);
+  uint64_t cur = atomic_load(&g_opened);
+  while (cur < last && !atomic_compare_exchange_weak(&g_opened, &cur, last)) {
+  }
+  atomic_fetch_add(&g_opens, 1);
+}
+
+uint64_t fz_gate_opened(void) { return atomic_load(&g_opened); }
+uint64_t fz_gate_opens(void) { return atomic_load(&g_opens); }
+
+void fz_gate_wait(uint64_t id) {
+  struct timespec ts = {0, 20000};
+  while (atomic_load(&g_opened) < id) nanosleep(&ts, NULL);
+}
+
+static void *real(const char *name) {
+  void *fn = dlvsym(RTLD_NEXT, name, "libcudart.so.13");
+  return fn ? fn : dlsym(RTLD_NEXT, name);
+}
+
+#define FZ_FORWARD1(name, T1)                                                   \
+  cudaError_t name(T1 a) {                                                      \
+    static cudaError_t (*fn)(T1);                                               \
+    if (!fn) fn = (cudaError_t(*)(T1))real(#name);                              \
+    fz_gate_open_all();                                                         \
+    return fn ? fn(a) : cudaErrorSharedObjectSymbolNotFound;                    \
+  }
+
+FZ_FORWARD1(cudaFreeHost, void *)
+FZ_FORWARD1(cudaHostUnregister, void *)
+FZ_FORWARD1(cudaStreamSynchronize, cudaStream_t)
+FZ_FORWARD1(cudaStreamSynchronize_ptsz, cudaStream_t)
+FZ_FORWARD1(cudaEventSynchronize, cudaEvent_t)
+
+cudaError_t cudaDeviceSynchronize(void) {
+  static cudaError_t (*fn)(void);
+  if (!fn) fn = (cudaError_t(*)(void))real("cudaDeviceSynchronize");
+  fz_gate_open_all();
+  return fn ? fn() : cudaErrorSharedObjectSymbolNotFound;
+}

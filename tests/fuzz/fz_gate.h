@@ -1,0 +1,13 @@
+/* fz_gate.h: the fuzzer's stream gates (fz_gate.c). */
+#ifndef FZ_GATE_H
+#define FZ_GATE_H
+
+#include <stdint.h>
+
+uint64_t fz_gate_new(void);       /* a new, closed gate's id */
+void fz_gate_wait(uint64_t id);   /* blocks until gate id is open (a host function's body) */
+void fz_gate_open_all(void);      /* opens every gate made so far */
+uint64_t fz_gate_opened(void);    /* every gate with an id up to this is open */
+uint64_t fz_gate_opens(void);     /* times the gates were opened (changes on every opening) */
+
+#endif
