@@ -1,6 +1,7 @@
 /* pg_static_cudart.c: finds statically linked CUDA runtimes (nvcc links libcudart_static.a by
  * default). Their CUDA calls never reach libcudart.so, so pinguard cannot see them; until it
- * interposes the driver, it says so, once per object (issue 9). Loaded objects are checked at
+ * interposes the driver, it says so: the first such object with a full warning, later ones
+ * counted in one line per check (each named at verbosity=1; PyTorch's wheels carry a dozen). Loaded objects are checked at
  * start-up, and the ones loaded since (dlopen) when tracking starts and at exit. No CUDA call,
  * no malloc: section headers are read from each object's file, then the object's own .rodata is
  * searched in memory for a string only the CUDA runtime carries. */
@@ -13,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "pg_policy.h"
 #include "pg_shim.h"
 
 /* The runtime names its shared-memory objects with this format; a dynamically linked program
@@ -123,10 +125,28 @@ static bool mark_seen(const struct dl_phdr_info *info, bool is_main) {
   return true;
 }
 
+typedef struct walk {
+  int index;        /* of the object being checked: 0 is the program itself */
+  unsigned unnamed; /* found in this walk but not named (verbosity 0) */
+} walk_t;
+static bool named_one; /* the first object found was named in full */
+
+static void found(const char *path, walk_t *w) {
+  if (named_one && pg_policy_options()->verbosity == 0) {
+    w->unnamed++;
+    return;
+  }
+  named_one = true;
+  pg_shim_warn("%s contains a statically linked CUDA runtime (libcudart_static.a, nvcc's "
+               "default): its CUDA calls do not go through libcudart.so, so pinguard cannot "
+               "see or check them; link it with the shared runtime (nvcc -cudart shared)",
+               path);
+}
+
 static int check_object(struct dl_phdr_info *info, size_t size, void *data) {
   (void)size;
-  int *index = data;
-  bool is_main = (*index)++ == 0; /* the first entry is the program itself */
+  walk_t *w = data;
+  bool is_main = w->index++ == 0; /* the first entry is the program itself */
   if (is_main) last_adds = info->dlpi_adds;
   if (!mark_seen(info, is_main)) return 0;
   char path[512];
@@ -146,11 +166,7 @@ static int check_object(struct dl_phdr_info *info, size_t size, void *data) {
   if (!find_rodata(path, &addr, &len) || len < sizeof signature) return 0;
   uintptr_t lo = info->dlpi_addr + addr;
   if (!loaded(info, lo, len)) return 0;
-  if (has_signature((const char *)lo, len))
-    pg_shim_warn("%s contains a statically linked CUDA runtime (libcudart_static.a, nvcc's "
-                 "default): its CUDA calls do not go through libcudart.so, so pinguard cannot "
-                 "see or check them; link it with the shared runtime (nvcc -cudart shared)",
-                 path);
+  if (has_signature((const char *)lo, len)) found(path, w);
   return 0;
 }
 
@@ -167,8 +183,12 @@ void pg_shim_check_static_runtimes(void) {
   dl_iterate_phdr(first_adds, &adds);
   if (!nseen && !seen_main) adds = ~0ull; /* never walked */
   if (adds != last_adds) {
-    int index = 0;
-    dl_iterate_phdr(check_object, &index);
+    walk_t w = {0, 0};
+    dl_iterate_phdr(check_object, &w);
+    if (w.unnamed)
+      pg_shim_warn("%u more loaded object%s a statically linked CUDA runtime, whose CUDA calls "
+                   "pinguard cannot see (verbosity=1 names each)",
+                   w.unnamed, w.unnamed == 1 ? " carries" : "s carry");
   }
   atomic_flag_clear(&walking);
 }

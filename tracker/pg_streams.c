@@ -164,6 +164,8 @@ typedef struct pg_hostfn_after {
 struct pg_hostfn_rec {
   uint32_t stream_id;
   uint64_t seq;
+  unsigned nclock;
+  uint64_t *clock;     /* its stream's clock at its position: all of it completes before it runs */
   size_t n, cap;
   pg_hostfn_after_t *after;
   struct pg_hostfn_rec *next, **pprev;
@@ -499,6 +501,11 @@ cudaError_t pg_hb_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *),
     pg_stream_clock_changed(st);
     rec->stream_id = st->id;
     rec->seq = seq;
+    unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
+    if ((rec->clock = malloc(n * sizeof *rec->clock))) {
+      for (unsigned i = 0; i < n; i++) rec->clock[i] = LD(st->vc[i]);
+      rec->nclock = n;
+    }
     /* Pending before the stream's lock is released: no event recorded after it can be waited
      * on before the record is there to note it. */
     pthread_mutex_lock(&g_hf_mu);
@@ -531,7 +538,9 @@ void pg_hb_hostfn_enter(const pg_hostfn_pos_t *pos) {
   pg_t_hostfn = *pos;
   pg_t_in_hostfn = true;
   if (!pos->stream_id || pos->stream_id >= PG_MAX_STREAMS) return;
-  /* Everything before it on its stream has completed: the host knows, and it retires. */
+  /* Everything it is ordered after (its stream's earlier work, and what that stream waited for
+   * through events or the legacy stream) has completed: the host knows, and it retires. */
+  if (pos->rec && pos->rec->clock) host_learn_all(pos->rec->clock, pos->rec->nclock);
   pg_host_learn(pos->stream_id, pos->seq);
   pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[pos->stream_id], memory_order_acquire);
   if (st) pg_stream_retire(st, 0);
@@ -548,6 +557,7 @@ void pg_hb_hostfn_leave(void) {
   atomic_fetch_sub_explicit(&g_hf_count, 1, memory_order_release);
   pthread_mutex_unlock(&g_hf_mu);
   free(rec->after);
+  free(rec->clock);
   free(rec);
 }
 

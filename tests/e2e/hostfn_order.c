@@ -12,11 +12,14 @@
  *           "before" (old bytes, no report, no wait).
  *   legacy: the host function on a blocking stream, then the copy on the legacy default stream,
  *           which waits for all earlier work on blocking streams: ordered likewise.
+ *   after_event: a device->host copy on another stream, an event after it, the host function's
+ *           stream waits for the event: the host function comes after the copy and must see its
+ *           bytes, with no report (the copy completed before it ran).
  *   other:  the host function reads a buffer that a copy on ANOTHER stream is writing, with no
  *           ordering between them: a real cpu-read-during-device-write. Enforce cannot wait
  *           inside a host function (CUDA forbids it and it could deadlock), so it reports.
  * Each runs several rounds, so the host function also meets pages already protected again.
- * Usage: hostfn_order before|after|callback|event|legacy|other */
+ * Usage: hostfn_order before|after|callback|event|legacy|after_event|other */
 #include <unistd.h>
 
 #include "e2e.h"
@@ -43,8 +46,9 @@ int main(int argc, char **argv) {
   int before = !strcmp(how, "before"), after = !strcmp(how, "after");
   int callback = !strcmp(how, "callback"), other = !strcmp(how, "other");
   int event = !strcmp(how, "event"), legacy = !strcmp(how, "legacy");
-  if (!before && !after && !callback && !other && !event && !legacy) {
-    fprintf(stderr, "usage: %s before|after|callback|event|legacy|other\n", argv[0]);
+  int after_event = !strcmp(how, "after_event");
+  if (!before && !after && !callback && !other && !event && !legacy && !after_event) {
+    fprintf(stderr, "usage: %s before|after|callback|event|legacy|after_event|other\n", argv[0]);
     return 2;
   }
   void *dev;
@@ -76,6 +80,13 @@ int main(int argc, char **argv) {
       CHECK(cudaMemcpyAsync(buf, dev, BUF_BYTES, cudaMemcpyDeviceToHost, s2));
       CHECK(cudaStreamSynchronize(s2));
       if (seen[round_no] != old) ok = 0;
+    } else if (after_event) {
+      CHECK(cudaMemcpyAsync(buf, dev, BUF_BYTES, cudaMemcpyDeviceToHost, s2));
+      CHECK(cudaEventRecord(ev, s2));
+      CHECK(cudaStreamWaitEvent(s, ev, 0));
+      CHECK(cudaLaunchHostFunc(s, read_mid, NULL));
+      CHECK(cudaStreamSynchronize(s));
+      if (seen[round_no] != fresh) ok = 0;
     } else if (legacy) {
       CHECK(cudaLaunchHostFunc(blocking, read_mid, NULL));
       CHECK(cudaMemcpyAsync(buf, dev, BUF_BYTES, cudaMemcpyDeviceToHost, 0));
