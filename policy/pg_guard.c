@@ -138,14 +138,15 @@ static int prot_bits(int state) {
                                     : PROT_READ | PROT_WRITE;
 }
 
-/* Records the protection now applied to pages [first, last). `ever` is set before `prot`, so a
- * lock-free reader that sees a page protected also sees that it was protected once. */
+/* Records the protection of pages [first, last). A protection is recorded *before* the mprotect
+ * (and undone if it fails): another thread may fault on the page the moment it is protected, and
+ * its handler's lock-free look (pg_guard_claims) must already see the page as pinguard's. `ever`
+ * is set before `prot`, so a reader that sees a page protected also sees that it was once. */
 static void set_prot(granule_t *g, size_t first, size_t last, int state) {
   for (size_t k = first; k < last; k++) {
-    if (state != PROT_STATE_RW) __atomic_store_n(&g->ever[k], 1, __ATOMIC_RELAXED);
+    if (state != PROT_STATE_RW) __atomic_store_n(&g->ever[k], 1, __ATOMIC_RELEASE);
     __atomic_store_n(&g->prot[k], (uint8_t)state, __ATOMIC_RELEASE);
   }
-  if (state != PROT_STATE_RW) pg_stat_inc(PG_STAT_GUARD_PROTECTS);
 }
 
 /* Applies the desired protection to pages [first, last) of g, one mprotect per run of pages
@@ -161,8 +162,15 @@ static void apply(granule_t *g, size_t first, size_t last) {
     }
     size_t j = i + 1;
     while (j < last && desired(g, j) == want && prot_of(g, j) != want) j++;
-    if (mprotect((void *)(base + i * page_size), (j - i) * page_size, prot_bits(want)) == 0)
-      set_prot(g, i, j, want);
+    uint8_t before[GRANULE_PAGES];
+    memcpy(&before[i], &g->prot[i], j - i); /* under the stripe lock: no writer races */
+    if (want != PROT_STATE_RW) set_prot(g, i, j, want);
+    if (mprotect((void *)(base + i * page_size), (j - i) * page_size, prot_bits(want)) == 0) {
+      if (want == PROT_STATE_RW) set_prot(g, i, j, want);
+      else pg_stat_inc(PG_STAT_GUARD_PROTECTS);
+    } else if (want != PROT_STATE_RW) {
+      for (size_t k = i; k < j; k++) __atomic_store_n(&g->prot[k], before[k], __ATOMIC_RELEASE);
+    }
     i = j;
   }
 }
