@@ -180,6 +180,8 @@ pg_verdict_t pg_policy_report(const pg_report_t *r) {
     return PG_VERDICT_IGNORED;
   }
   lock();
+  /* Exit status: a violation enforce waited for did not happen; any other one did. */
+  bool prevented = r->action == PG_ACTION_WAITED;
   pg_dedup_key_t key;
   pg_dedup_entry_t *e = NULL;
   bool is_new = true;
@@ -196,6 +198,7 @@ pg_verdict_t pg_policy_report(const pg_report_t *r) {
       v = PG_VERDICT_SUPPRESSED;
     } else {
       counts.reports++;
+      if (!prevented) counts.unprevented++;
       if (e->id) {
         v = PG_VERDICT_DUPLICATE;
       } else {
@@ -223,6 +226,7 @@ pg_verdict_t pg_policy_report(const pg_report_t *r) {
     return PG_VERDICT_SUPPRESSED;
   }
   counts.reports++;
+  if (!prevented) counts.unprevented++;
   counts.unique++;
   if (opts.max_reports && counts.printed >= (uint64_t)opts.max_reports) {
     counts.limited++;
@@ -388,6 +392,15 @@ static void print_stats(pg_buf_t *b) {
   }
 }
 
+/* The exit-status rule (pg_policy.h): audit fails on any report; enforce only on one it could
+ * not prevent, unless enforce_fails=1. */
+static int exit_status_of(const pg_policy_counts_t *c) {
+  if (opts.exitcode == 0) return -1;
+  bool enforce = opts.mode == PG_MODE_ENFORCE && !opts.enforce_fails;
+  uint64_t failing = enforce ? c->unprevented : c->reports;
+  return failing > 0 ? opts.exitcode : -1;
+}
+
 int pg_policy_finish(void) {
   pg_policy_init();
   lock();
@@ -416,7 +429,7 @@ int pg_policy_finish(void) {
     if (opts.print_summary) print_summary_line(&b);
   }
   if (b.len) emit(b.p, b.len);
-  finish_status = counts.reports > 0 && opts.exitcode != 0 ? opts.exitcode : -1;
+  finish_status = exit_status_of(&counts);
   pg_symbolize_shutdown();
   int s = finish_status;
   unlock();

@@ -158,6 +158,52 @@ Test(exit_status, finish_prints_once_and_repeats_its_answer) {
   cr_assert_eq(tp_count(read_log(), "pinguard: 1 report (0 suppressed)"), 1, "%s", out);
 }
 
+/* Enforce keeps the program's status for what a wait prevented, and only for that. */
+Test(exit_status, enforce_keeps_the_status_of_prevented_violations) {
+  configure("mode=enforce");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  t.r.action = PG_ACTION_WAITED;
+  t.r.waited_ns = 1000;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_DUPLICATE);
+  cr_assert_eq(pg_policy_counts().reports, 2);
+  cr_assert_eq(pg_policy_counts().unprevented, 0);
+  cr_assert_eq(pg_policy_finish(), -1);
+  cr_assert_eq(tp_count(read_log(), "pinguard: ERROR:"), 1, "the wait is still reported: %s", out);
+}
+
+Test(exit_status, enforce_fails_on_what_it_could_not_prevent) {
+  static const pg_action_t not_waited[] = {PG_ACTION_NOT_WAITED_CAPTURE,
+                                           PG_ACTION_NOT_WAITED_HOSTFN, PG_ACTION_NONE};
+  for (size_t i = 0; i < sizeof not_waited / sizeof *not_waited; i++) {
+    configure("mode=enforce");
+    tp_report_t t;
+    tp_report_init(&t, PG_KIND_WAIT_DURING_CAPTURE);
+    t.r.action = PG_ACTION_WAITED;
+    pg_policy_report(&t.r);
+    t.r.action = not_waited[i]; /* a repeat of the same identity, not prevented this time */
+    cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_DUPLICATE);
+    cr_assert_eq(pg_policy_counts().unprevented, 1);
+    cr_assert_eq(pg_policy_finish(), 23, "action %d", (int)not_waited[i]);
+  }
+}
+
+Test(exit_status, enforce_fails_option_and_audit) {
+  configure("mode=enforce:enforce_fails=1:exitcode=9");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  t.r.action = PG_ACTION_WAITED;
+  pg_policy_report(&t.r);
+  cr_assert_eq(pg_policy_finish(), 9, "enforce_fails=1 fails on a prevented violation");
+  configure("mode=audit:enforce_fails=0");
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  pg_policy_report(&t.r);
+  cr_assert_eq(pg_policy_finish(), 23, "audit fails whatever enforce_fails says");
+  configure("mode=enforce:enforce_fails=1");
+  cr_assert_eq(pg_policy_finish(), -1, "no report, no failure");
+}
+
 Test(exit_status, summary_counts_waits_and_stats) {
   configure("print_stats=1");
   pg_stat_add(PG_STAT_COPIES_TRACKED, 3);
