@@ -14,6 +14,7 @@
 #include "pg_fmt.h"
 #include "pg_report_format.h"
 #include "pg_sink.h"
+#include "pg_statsfile.h"
 #include "pg_suppress.h"
 #include "pg_symbolize.h"
 
@@ -78,6 +79,7 @@ void pg_policy_configure(const char *program_defaults, const char *env) {
   finished = false;
   finish_status = -1;
   pg_sink_configure(opts.log_path.s);
+  pg_statsfile_configure(opts.stats_path.s, (unsigned)opts.stats_interval_s);
   if (opts.suppressions.s[0])
     pg_supp_load_file(&supp, opts.suppressions.s, write_stderr_line, NULL);
   if (opts.help) {
@@ -198,6 +200,7 @@ pg_verdict_t pg_policy_report(const pg_report_t *r) {
       v = PG_VERDICT_SUPPRESSED;
     } else {
       counts.reports++;
+      pg_statsfile_count_report(r->kind);
       if (!prevented) counts.unprevented++;
       if (e->id) {
         v = PG_VERDICT_DUPLICATE;
@@ -226,6 +229,7 @@ pg_verdict_t pg_policy_report(const pg_report_t *r) {
     return PG_VERDICT_SUPPRESSED;
   }
   counts.reports++;
+  pg_statsfile_count_report(r->kind);
   if (!prevented) counts.unprevented++;
   counts.unique++;
   if (opts.max_reports && counts.printed >= (uint64_t)opts.max_reports) {
@@ -429,6 +433,7 @@ int pg_policy_finish(void) {
     if (opts.print_summary) print_summary_line(&b);
   }
   if (b.len) emit(b.p, b.len);
+  pg_statsfile_finish(opts.mode != PG_MODE_OFF && active);
   finish_status = exit_status_of(&counts);
   pg_symbolize_shutdown();
   int s = finish_status;
@@ -437,9 +442,20 @@ int pg_policy_finish(void) {
 }
 
 /* ---- fork ---------------------------------------------------------------------------------- */
-void pg_policy_atfork_prepare(void) { lock(); }
+void pg_policy_stats_start(size_t (*regions)(void), size_t (*inflight)(void)) {
+  pg_statsfile_gauges(regions, inflight);
+  if (opts.mode != PG_MODE_OFF) pg_statsfile_start();
+}
 
-void pg_policy_atfork_parent(void) { unlock(); }
+void pg_policy_atfork_prepare(void) {
+  lock();
+  pg_statsfile_atfork_prepare();
+}
+
+void pg_policy_atfork_parent(void) {
+  pg_statsfile_atfork_parent();
+  unlock();
+}
 
 void pg_policy_atfork_child(void) {
   /* The child has its own pid, hence its own log file, and none of the parent's GPU work:
@@ -454,5 +470,6 @@ void pg_policy_atfork_child(void) {
   pg_stats_reset();
   pg_sink_forget();
   pg_symbolize_forget();
+  pg_statsfile_atfork_child(); /* after pg_stats_reset: the child's first file counts its own */
   unlock();
 }

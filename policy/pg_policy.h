@@ -30,6 +30,7 @@
 #define PG_POLICY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pg_options.h"
@@ -80,6 +81,10 @@ pg_policy_counts_t pg_policy_counts(void);
 /* Hits of suppression rule i (in file order), or 0. */
 uint64_t pg_policy_suppression_hits(unsigned i);
 unsigned pg_policy_suppression_count(void);
+
+/* Production counters (stats_path): the gauges' sources, and the writer thread, started here
+ * (when the option is set) because tracking has just started; never from a constructor. */
+void pg_policy_stats_start(size_t (*regions)(void), size_t (*inflight)(void));
 
 /* See the exit status rule above. */
 int pg_policy_finish(void);

@@ -390,3 +390,79 @@ Test(fork, child_starts_with_fresh_counts) {
   cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   cr_assert_eq(pg_policy_counts().reports, 1, "the parent keeps its own");
 }
+
+/* ---- production counters (stats_path) ----------------------------------------------------- */
+#include "pg_statsfile.h"
+
+static size_t three(void) { return 3; }
+
+Test(stats_file, names_carry_the_pid_before_a_prom_suffix) {
+  char name[256];
+  configure("stats_path=/var/lib/pg/counters");
+  pg_statsfile_name(name, sizeof name, 12);
+  cr_assert_str_eq(name, "/var/lib/pg/counters.12");
+  configure("stats_path=/var/lib/pg/pinguard.prom");
+  pg_statsfile_name(name, sizeof name, 12);
+  cr_assert_str_eq(name, "/var/lib/pg/pinguard.12.prom", "the collector reads *.prom only");
+  char opt[256], want[256];
+  tp_tmpdir(dir);
+  snprintf(opt, sizeof opt, "stats_path=%s", dir);
+  pg_policy_configure(NULL, opt);
+  pg_statsfile_name(name, sizeof name, 12);
+  snprintf(want, sizeof want, "%s/pinguard.12.prom", dir);
+  cr_assert_str_eq(name, want, "an existing directory gets pinguard.<pid>.prom");
+}
+
+Test(stats_file, exit_writes_every_counter_without_a_thread) {
+  char opt[400], path[300];
+  tp_tmpdir(dir);
+  snprintf(opt, sizeof opt, "log_path=%s/log:stats_path=%s/s.prom:stats_interval_s=0", dir, dir);
+  pg_policy_configure(NULL, opt);
+  pg_policy_stats_start(three, NULL);
+  cr_assert_not(pg_statsfile_running(), "stats_interval_s=0: no writer thread");
+  pg_stat_add(PG_STAT_COPIES_TRACKED, 7);
+  pg_stat_add(PG_STAT_KERNELS_TRACKED, 2);
+  pg_policy_note_wait(1500000000ull);
+  pg_stat_inc(PG_STAT_GUARD_FAULTS);
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  pg_policy_report(&t.r);
+  pg_policy_report(&t.r); /* a repeat counts too */
+  pg_policy_finish();
+  snprintf(path, sizeof path, "%s/s.%d.prom", dir, (int)getpid());
+  cr_assert_gt(tp_read_file(path, out, sizeof out), 0, "no %s", path);
+  char want[256];
+  int pid = (int)getpid();
+#define HAS(fmt, ...)                                          \
+  snprintf(want, sizeof want, fmt "\n", pid, ##__VA_ARGS__);   \
+  cr_assert(strstr(out, want), "lacks %s in:\n%s", want, out)
+  HAS("pinguard_copies_tracked_total{pid=\"%d\"} 7");
+  HAS("pinguard_kernels_tracked_total{pid=\"%d\"} 2");
+  HAS("pinguard_waits_total{pid=\"%d\"} 1");
+  HAS("pinguard_wait_seconds_total{pid=\"%d\"} 1.500000000");
+  HAS("pinguard_reports_total{pid=\"%d\",kind=\"free-during-device-access\"} 2");
+  HAS("pinguard_reports_total{pid=\"%d\",kind=\"wait-during-capture\"} 0");
+  HAS("pinguard_guard_faults_total{pid=\"%d\"} 1");
+  HAS("pinguard_regions{pid=\"%d\"} 3");
+  HAS("pinguard_inflight{pid=\"%d\"} 0");
+#undef HAS
+  cr_assert(strstr(out, "# TYPE pinguard_regions gauge\n"), "%s", out);
+  cr_assert(strstr(out, "# TYPE pinguard_waits_total counter\n"), "%s", out);
+  cr_assert_eq(pg_statsfile_write(), 0);
+  char again[sizeof out];
+  tp_read_file(path, again, sizeof again);
+  pg_stat_add(PG_STAT_COPIES_TRACKED, 1);
+  cr_assert_eq(pg_statsfile_write(), 0);
+  tp_read_file(path, out, sizeof out);
+  cr_assert_str_eq(out, again, "nothing rewrites the file after the exit write");
+}
+
+Test(stats_file, silent_process_writes_no_file) {
+  char opt[400], path[300];
+  tp_tmpdir(dir);
+  snprintf(opt, sizeof opt, "stats_path=%s/s.prom", dir);
+  pg_policy_configure(NULL, opt);
+  pg_policy_finish();
+  snprintf(path, sizeof path, "%s/s.%d.prom", dir, (int)getpid());
+  cr_assert_eq(tp_read_file(path, out, sizeof out), -1, "a process that did nothing has no file");
+}
