@@ -79,6 +79,7 @@ void pg_policy_configure(const char *program_defaults, const char *env) {
   finished = false;
   finish_status = -1;
   pg_sink_configure(opts.log_path.s);
+  pg_dedup_runtime_refresh(); /* for a first report from the fault handler */
   pg_statsfile_configure(opts.stats_path.s, (unsigned)opts.stats_interval_s);
   if (opts.suppressions.s[0])
     pg_supp_load_file(&supp, opts.suppressions.s, write_stderr_line, NULL);
@@ -188,6 +189,9 @@ pg_verdict_t pg_policy_report(const pg_report_t *r) {
   pg_dedup_entry_t *e = NULL;
   bool is_new = true;
   if (opts.dedup) {
+    /* Libraries come and go (dlopen): the runtime's code ranges are rebuilt where that is safe;
+     * a fault handler's report uses them as last built. */
+    if (!(r->flags & PG_REPORT_FROM_SIGNAL)) pg_dedup_runtime_refresh();
     pg_dedup_key_of(r, &key);
     e = pg_dedup_lookup(&dedup, &key, &is_new);
   }

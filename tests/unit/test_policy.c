@@ -56,8 +56,10 @@ Test(dedup, identity_is_kind_access_site_and_launch_site) {
   cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED, "another kind");
   t.access.pc[0] = (void *)((uintptr_t)tp_other_site + 2);
   cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED, "another violating site");
+  /* The site is the first frame outside the runtime (the test's own code here): who called it
+   * is not part of the identity. */
   t.access.pc[1] = (void *)((uintptr_t)tp_alloc_site + 2);
-  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED, "another caller of that site");
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_DUPLICATE, "another caller of that site");
   t.launch.pc[0] = (void *)((uintptr_t)tp_other_site + 3);
   cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED, "another launching site");
   cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_DUPLICATE);
@@ -68,7 +70,7 @@ Test(dedup, identity_is_kind_access_site_and_launch_site) {
   t.access.depth = 3;
   t.r.action = PG_ACTION_WAITED;
   cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_DUPLICATE);
-  cr_assert_eq(pg_policy_counts().unique, 5);
+  cr_assert_eq(pg_policy_counts().unique, 4);
 }
 
 Test(dedup, off_prints_every_occurrence) {
@@ -465,4 +467,50 @@ Test(stats_file, silent_process_writes_no_file) {
   pg_policy_finish();
   snprintf(path, sizeof path, "%s/s.%d.prom", dir, (int)getpid());
   cr_assert_eq(tp_read_file(path, out, sizeof out), -1, "a process that did nothing has no file");
+}
+
+/* ---- de-duplication by the first frame outside the runtime --------------------------------- */
+#include <dlfcn.h>
+
+#include "pg_dedup.h"
+
+/* One bug whose innermost frame is libc's memcpy at varying offsets (the copy's length picks the
+ * path through memcpy) is one report; the same memcpy called from elsewhere is another. */
+Test(dedup_site, libc_frames_do_not_split_one_bug) {
+  configure(NULL);
+  void *libc_memcpy = dlsym(RTLD_DEFAULT, "memcpy");
+  cr_assert(libc_memcpy && pg_dedup_is_runtime_pc((char *)libc_memcpy + 16),
+            "memcpy is in libc, a runtime module");
+  cr_assert_not(pg_dedup_is_runtime_pc((char *)tp_copy_site + 1), "the test is not runtime");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_CPU_READ_DURING_DEVICE_WRITE);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED); /* copy_site itself */
+  for (int off = 8; off < 64; off += 8) {
+    t.access.pc[0] = (char *)libc_memcpy + off;
+    t.access.pc[1] = (char *)tp_copy_site + 1;
+    t.access.pc[2] = (char *)tp_other_site + off; /* deeper frames do not count either */
+    t.access.depth = 3;
+    pg_verdict_t v = pg_policy_report(&t.r);
+    cr_assert_eq(v, PG_VERDICT_DUPLICATE, "memcpy+%d called from copy_site is copy_site", off);
+  }
+  t.access.pc[1] = (char *)tp_alloc_site + 1; /* memcpy from another function: another bug */
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  pg_policy_counts_t c = pg_policy_counts();
+  cr_assert_eq(c.unique, 2, "memcpy from copy_site, memcpy from alloc_site");
+  pg_policy_finish();
+  cr_assert(strstr(read_log(), "happened 8 times"), "the repeat count: %s", out);
+  cr_assert_eq(tp_count(out, "pinguard: ERROR:"), 2, "%s", out);
+}
+
+Test(dedup_site, a_stack_inside_the_runtime_keeps_its_first_frames) {
+  configure(NULL);
+  char *libc_memcpy = dlsym(RTLD_DEFAULT, "memcpy");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_CPU_READ_DURING_DEVICE_WRITE);
+  t.access.pc[0] = libc_memcpy + 8;
+  t.access.pc[1] = libc_memcpy + 16;
+  t.access.depth = 2;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  t.access.pc[0] = libc_memcpy + 24;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED, "nothing else tells them apart");
 }
