@@ -127,18 +127,37 @@ static void unlock(void) {
   pthread_mutex_unlock(&report_lock);
 }
 
+/* How many of s's captured frames to print: stack_depth counts only frames outside the runtime
+ * (libc, the loader, pinguard, CUDA, the Python interpreter; pg_dedup.h), so runtime frames do
+ * not push the user's own out of the report. The runtime frames right after the last counted
+ * one are cut with it. */
+static unsigned frames_to_print(const pg_stack_t *s, unsigned depth) {
+  if (!s) return 0;
+  unsigned counted = 0, n = 0;
+  for (unsigned i = 0; i < s->depth && i < PG_STACK_MAX; i++) {
+    if (pg_dedup_is_runtime_pc(s->pc[i])) continue;
+    if (counted == depth) break;
+    counted++;
+    n = i + 1;
+  }
+  return counted < depth ? s->depth : n;
+}
+
 static void symbolize_all(const pg_report_t *r, pg_report_view_t *v) {
   bool a2l = opts.symbolize && !(r->flags & PG_REPORT_FROM_SIGNAL);
   unsigned depth = (unsigned)opts.stack_depth;
   memset(v, 0, sizeof *v);
   v->r = r;
   v->pid = (int)getpid();
-  pg_symbolize_stack(r->access_stack, depth, a2l, &sym_access);
+  const pg_stack_t *s = r->access_stack;
+  pg_symbolize_stack(s, frames_to_print(s, depth), a2l, &sym_access);
   v->access = &sym_access;
-  pg_symbolize_stack(r->region.size ? r->region.stack : NULL, depth, a2l, &sym_region);
+  s = r->region.size ? r->region.stack : NULL;
+  pg_symbolize_stack(s, frames_to_print(s, depth), a2l, &sym_region);
   v->region = &sym_region;
   for (unsigned i = 0; i < PG_REPORT_MAX_GPU; i++) {
-    pg_symbolize_stack(i < r->n_gpu && r->gpu ? r->gpu[i].stack : NULL, depth, a2l, &sym_gpu[i]);
+    s = i < r->n_gpu && r->gpu ? r->gpu[i].stack : NULL;
+    pg_symbolize_stack(s, frames_to_print(s, depth), a2l, &sym_gpu[i]);
     v->gpu[i] = &sym_gpu[i];
   }
 }

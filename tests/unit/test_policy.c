@@ -514,3 +514,22 @@ Test(dedup_site, a_stack_inside_the_runtime_keeps_its_first_frames) {
   t.access.pc[0] = libc_memcpy + 24;
   cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED, "nothing else tells them apart");
 }
+
+/* stack_depth counts frames outside the runtime: a libc frame does not push the user's out. */
+Test(dedup_site, stack_depth_counts_frames_outside_the_runtime) {
+  configure("stack_depth=1");
+  char *libc_memcpy = dlsym(RTLD_DEFAULT, "memcpy");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_CPU_READ_DURING_DEVICE_WRITE);
+  t.access.pc[0] = libc_memcpy + 8;
+  t.access.pc[1] = (char *)tp_copy_site + 1;
+  t.access.pc[2] = (char *)tp_other_site + 1;
+  t.access.depth = 3;
+  pg_policy_report(&t.r);
+  pg_policy_finish();
+  read_log();
+  cr_assert(strstr(out, " in tp_copy_site "), "the user's frame is printed: %s", out);
+  cr_assert(strstr(out, "    #0 ") && strstr(out, "    #1 "), "after memcpy's: %s", out);
+  cr_assert_null(strstr(out, "    #2 "), "and no deeper frame: %s", out);
+  cr_assert_null(strstr(out, "tp_other_site"), "%s", out);
+}
