@@ -64,6 +64,9 @@ k2=$(value "$tmp/second" pinguard_kernels_tracked_total)
 
 # fork: the child inherits no thread; pinguard restarts the writer there, with its own file.
 mkdir -p "$tmp/dir"
+# ThreadSanitizer refuses new threads after a multi-threaded fork unless told otherwise (glibc
+# itself supports it: its thread and malloc state is reset before the child's fork handlers run).
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}die_after_fork=0"
 (run "stats_path=$tmp/dir/:stats_interval_s=1" 1.5 fork) >"$tmp/fork.out" 2>"$tmp/fork.err" &
 pid=$!
 wait "$pid" || fail "the forking workload failed"
