@@ -2,15 +2,77 @@
  * path never allocates. Linear probing; entries are never removed (only cleared all at once). */
 #include "pg_dedup.h"
 
+#include <elf.h>
+#include <link.h>
 #include <string.h>
+#include <unistd.h>
+
+/* Code ranges of the runtime modules. Written by pg_dedup_runtime_refresh and read by
+ * pg_dedup_key_of, both under the report lock (or single-threaded configuration). */
+#define RUNTIME_RANGES 64
+static struct {
+  uintptr_t lo, hi;
+} ranges[RUNTIME_RANGES];
+static unsigned n_ranges;
+
+static bool runtime_name(const char *path) {
+  static const char *const prefixes[] = {"libc.so", "libc-", "ld-linux", "libpthread",
+                                         "libpinguard", "libcudart", "libcuda.so", "libasan",
+                                         "libtsan", "libubsan", "libpython", "python"};
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0) return true;
+  return false;
+}
+
+static int add_module(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  const char *name = info->dlpi_name;
+  if (!name || !name[0]) name = (const char *)data; /* the main program */
+  if (!runtime_name(name)) return 0;
+  for (unsigned i = 0; i < info->dlpi_phnum && n_ranges < RUNTIME_RANGES; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+    ranges[n_ranges].lo = info->dlpi_addr + ph->p_vaddr;
+    ranges[n_ranges].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+    n_ranges++;
+  }
+  return 0;
+}
+
+void pg_dedup_runtime_refresh(void) {
+  char exe[512];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  n_ranges = 0;
+  dl_iterate_phdr(add_module, exe);
+}
+
+bool pg_dedup_is_runtime_pc(const void *pc) {
+  /* A return address points after its call: look one byte back, inside the call. */
+  uintptr_t a = (uintptr_t)pc - 1;
+  for (unsigned i = 0; i < n_ranges; i++)
+    if (a >= ranges[i].lo && a < ranges[i].hi) return true;
+  return false;
+}
+
+static void site_of(const pg_stack_t *s, void **out) {
+  if (!s) return;
+  for (unsigned i = 0; i < s->depth; i++) {
+    if (!pg_dedup_is_runtime_pc(s->pc[i])) {
+      out[0] = s->pc[i];
+      return;
+    }
+  }
+  for (unsigned i = 0; i < PG_DEDUP_FRAMES && i < s->depth; i++) out[i] = s->pc[i];
+}
 
 void pg_dedup_key_of(const pg_report_t *r, pg_dedup_key_t *k) {
   memset(k, 0, sizeof *k);
   k->kind = (int)r->kind;
-  const pg_stack_t *a = r->access_stack;
-  for (unsigned i = 0; a && i < PG_DEDUP_FRAMES && i < a->depth; i++) k->access[i] = a->pc[i];
-  const pg_stack_t *l = r->n_gpu && r->gpu ? r->gpu[0].stack : NULL;
-  for (unsigned i = 0; l && i < PG_DEDUP_FRAMES && i < l->depth; i++) k->launch[i] = l->pc[i];
+  site_of(r->access_stack, k->access);
+  site_of(r->n_gpu && r->gpu ? r->gpu[0].stack : NULL, k->launch);
 }
 
 static uint64_t mix(uint64_t h, uint64_t v) {

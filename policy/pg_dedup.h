@@ -33,7 +33,17 @@ typedef struct pg_dedup {
   pg_dedup_entry_t slots[PG_DEDUP_SLOTS];
 } pg_dedup_t;
 
+/* A stack's part of the key is its first frame outside the runtime: libc, the loader, pinguard,
+ * the CUDA runtime, the sanitizer runtimes and the Python interpreter (libpython, or a python
+ * executable), so one bug whose innermost frame is memcpy at varying offsets (or the eval loop)
+ * is one report. A stack with no such frame keeps its first PG_DEDUP_FRAMES frames. Which
+ * addresses are runtime comes from a table of the runtime modules' code ranges that
+ * pg_dedup_runtime_refresh() rebuilds (dl_iterate_phdr: never from a signal handler); a signal
+ * handler's report uses the table as last built. */
 void pg_dedup_key_of(const pg_report_t *r, pg_dedup_key_t *k);
+void pg_dedup_runtime_refresh(void);
+/* Whether pc lies in a runtime module's code, by the table (tests). */
+bool pg_dedup_is_runtime_pc(const void *pc);
 /* The entry for k; *is_new tells whether it was just added (count 0, id 0, rule -1).
  * NULL when the table is full: the caller then treats the report as new every time. */
 pg_dedup_entry_t *pg_dedup_lookup(pg_dedup_t *d, const pg_dedup_key_t *k, bool *is_new);

@@ -14,6 +14,7 @@
 #include "pg_fmt.h"
 #include "pg_report_format.h"
 #include "pg_sink.h"
+#include "pg_statsfile.h"
 #include "pg_suppress.h"
 #include "pg_symbolize.h"
 
@@ -78,6 +79,8 @@ void pg_policy_configure(const char *program_defaults, const char *env) {
   finished = false;
   finish_status = -1;
   pg_sink_configure(opts.log_path.s);
+  pg_dedup_runtime_refresh(); /* for a first report from the fault handler */
+  pg_statsfile_configure(opts.stats_path.s, (unsigned)opts.stats_interval_s);
   if (opts.suppressions.s[0])
     pg_supp_load_file(&supp, opts.suppressions.s, write_stderr_line, NULL);
   if (opts.help) {
@@ -124,18 +127,37 @@ static void unlock(void) {
   pthread_mutex_unlock(&report_lock);
 }
 
+/* How many of s's captured frames to print: stack_depth counts only frames outside the runtime
+ * (libc, the loader, pinguard, CUDA, the Python interpreter; pg_dedup.h), so runtime frames do
+ * not push the user's own out of the report. The runtime frames right after the last counted
+ * one are cut with it. */
+static unsigned frames_to_print(const pg_stack_t *s, unsigned depth) {
+  if (!s) return 0;
+  unsigned counted = 0, n = 0;
+  for (unsigned i = 0; i < s->depth && i < PG_STACK_MAX; i++) {
+    if (pg_dedup_is_runtime_pc(s->pc[i])) continue;
+    if (counted == depth) break;
+    counted++;
+    n = i + 1;
+  }
+  return counted < depth ? s->depth : n;
+}
+
 static void symbolize_all(const pg_report_t *r, pg_report_view_t *v) {
   bool a2l = opts.symbolize && !(r->flags & PG_REPORT_FROM_SIGNAL);
   unsigned depth = (unsigned)opts.stack_depth;
   memset(v, 0, sizeof *v);
   v->r = r;
   v->pid = (int)getpid();
-  pg_symbolize_stack(r->access_stack, depth, a2l, &sym_access);
+  const pg_stack_t *s = r->access_stack;
+  pg_symbolize_stack(s, frames_to_print(s, depth), a2l, &sym_access);
   v->access = &sym_access;
-  pg_symbolize_stack(r->region.size ? r->region.stack : NULL, depth, a2l, &sym_region);
+  s = r->region.size ? r->region.stack : NULL;
+  pg_symbolize_stack(s, frames_to_print(s, depth), a2l, &sym_region);
   v->region = &sym_region;
   for (unsigned i = 0; i < PG_REPORT_MAX_GPU; i++) {
-    pg_symbolize_stack(i < r->n_gpu && r->gpu ? r->gpu[i].stack : NULL, depth, a2l, &sym_gpu[i]);
+    s = i < r->n_gpu && r->gpu ? r->gpu[i].stack : NULL;
+    pg_symbolize_stack(s, frames_to_print(s, depth), a2l, &sym_gpu[i]);
     v->gpu[i] = &sym_gpu[i];
   }
 }
@@ -180,10 +202,15 @@ pg_verdict_t pg_policy_report(const pg_report_t *r) {
     return PG_VERDICT_IGNORED;
   }
   lock();
+  /* Exit status: a violation enforce waited for did not happen; any other one did. */
+  bool prevented = r->action == PG_ACTION_WAITED;
   pg_dedup_key_t key;
   pg_dedup_entry_t *e = NULL;
   bool is_new = true;
   if (opts.dedup) {
+    /* Libraries come and go (dlopen): the runtime's code ranges are rebuilt where that is safe;
+     * a fault handler's report uses them as last built. */
+    if (!(r->flags & PG_REPORT_FROM_SIGNAL)) pg_dedup_runtime_refresh();
     pg_dedup_key_of(r, &key);
     e = pg_dedup_lookup(&dedup, &key, &is_new);
   }
@@ -196,6 +223,8 @@ pg_verdict_t pg_policy_report(const pg_report_t *r) {
       v = PG_VERDICT_SUPPRESSED;
     } else {
       counts.reports++;
+      pg_statsfile_count_report(r->kind);
+      if (!prevented) counts.unprevented++;
       if (e->id) {
         v = PG_VERDICT_DUPLICATE;
       } else {
@@ -223,6 +252,8 @@ pg_verdict_t pg_policy_report(const pg_report_t *r) {
     return PG_VERDICT_SUPPRESSED;
   }
   counts.reports++;
+  pg_statsfile_count_report(r->kind);
+  if (!prevented) counts.unprevented++;
   counts.unique++;
   if (opts.max_reports && counts.printed >= (uint64_t)opts.max_reports) {
     counts.limited++;
@@ -388,6 +419,15 @@ static void print_stats(pg_buf_t *b) {
   }
 }
 
+/* The exit-status rule (pg_policy.h): audit fails on any report; enforce only on one it could
+ * not prevent, unless enforce_fails=1. */
+static int exit_status_of(const pg_policy_counts_t *c) {
+  if (opts.exitcode == 0) return -1;
+  bool enforce = opts.mode == PG_MODE_ENFORCE && !opts.enforce_fails;
+  uint64_t failing = enforce ? c->unprevented : c->reports;
+  return failing > 0 ? opts.exitcode : -1;
+}
+
 int pg_policy_finish(void) {
   pg_policy_init();
   lock();
@@ -416,7 +456,8 @@ int pg_policy_finish(void) {
     if (opts.print_summary) print_summary_line(&b);
   }
   if (b.len) emit(b.p, b.len);
-  finish_status = counts.reports > 0 && opts.exitcode != 0 ? opts.exitcode : -1;
+  pg_statsfile_finish(opts.mode != PG_MODE_OFF && active);
+  finish_status = exit_status_of(&counts);
   pg_symbolize_shutdown();
   int s = finish_status;
   unlock();
@@ -424,9 +465,20 @@ int pg_policy_finish(void) {
 }
 
 /* ---- fork ---------------------------------------------------------------------------------- */
-void pg_policy_atfork_prepare(void) { lock(); }
+void pg_policy_stats_start(size_t (*regions)(void), size_t (*inflight)(void)) {
+  pg_statsfile_gauges(regions, inflight);
+  if (opts.mode != PG_MODE_OFF) pg_statsfile_start();
+}
 
-void pg_policy_atfork_parent(void) { unlock(); }
+void pg_policy_atfork_prepare(void) {
+  lock();
+  pg_statsfile_atfork_prepare();
+}
+
+void pg_policy_atfork_parent(void) {
+  pg_statsfile_atfork_parent();
+  unlock();
+}
 
 void pg_policy_atfork_child(void) {
   /* The child has its own pid, hence its own log file, and none of the parent's GPU work:
@@ -441,5 +493,6 @@ void pg_policy_atfork_child(void) {
   pg_stats_reset();
   pg_sink_forget();
   pg_symbolize_forget();
+  pg_statsfile_atfork_child(); /* after pg_stats_reset: the child's first file counts its own */
   unlock();
 }

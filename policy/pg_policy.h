@@ -15,8 +15,10 @@
  * Exit status rule. A library cannot change the status a program passes to exit(), so the shim
  * registers an atexit handler (or a late destructor) that calls pg_policy_finish(). It prints
  * the summary (print_summary), statistics (print_stats), suppression counts and repeat counts,
- * and returns the status to use: `exitcode` when at least one unsuppressed report was made and
- * exitcode != 0, else -1. On a value >= 0 the shim calls _exit(value), which replaces the
+ * and returns the status to use: `exitcode` (when != 0) if at least one unsuppressed report was
+ * made, in audit; in enforce only if one was made whose violation enforce could not prevent by
+ * waiting (action other than PG_ACTION_WAITED: a capture, a host function), or any with
+ * enforce_fails=1. Else -1. On a value >= 0 the shim calls _exit(value), which replaces the
  * program's own status (as LeakSanitizer does); on -1 it returns and the program exits as it
  * would have. Only the first call prints; later calls return the same value. A process killed
  * by a signal or by _exit() never reaches the hook: reports were still printed as they came.
@@ -28,6 +30,7 @@
 #define PG_POLICY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pg_options.h"
@@ -67,6 +70,7 @@ void pg_policy_note_wait(uint64_t ns);
 /* Counts so far (for tests and the launcher). */
 typedef struct pg_policy_counts {
   uint64_t reports;     /* unsuppressed violations, repeats included */
+  uint64_t unprevented; /* of those, the ones enforce did not wait for (all of them in audit) */
   uint64_t suppressed;
   uint64_t unique;      /* distinct unsuppressed identities */
   uint64_t printed;
@@ -77,6 +81,10 @@ pg_policy_counts_t pg_policy_counts(void);
 /* Hits of suppression rule i (in file order), or 0. */
 uint64_t pg_policy_suppression_hits(unsigned i);
 unsigned pg_policy_suppression_count(void);
+
+/* Production counters (stats_path): the gauges' sources, and the writer thread, started here
+ * (when the option is set) because tracking has just started; never from a constructor. */
+void pg_policy_stats_start(size_t (*regions)(void), size_t (*inflight)(void));
 
 /* See the exit status rule above. */
 int pg_policy_finish(void);

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pg_demangle.h"
 #include "pg_fmt.h"
 
 extern char **environ;
@@ -283,6 +284,19 @@ static void symbolize_pc(void *pc, bool exact, bool use_addr2line, pg_frame_t *f
   if (use_addr2line && find_addr2line()) ask_addr2line(path, addr, f);
   /* A static function has no dynamic symbol; its own symbol table still names it. */
   if (!f->function[0]) symtab_function(path, addr, f->function, sizeof f->function);
+  /* dladdr and the symbol table give C++ names mangled (addr2line -C does not). */
+  if (f->function[0] == '_' && f->function[1] == 'Z') {
+    static char plain[2048]; /* under the report lock */
+    if (pg_demangle(f->function, plain, sizeof plain)) {
+      size_t n = strlen(plain);
+      if (n >= sizeof f->function) { /* cut visibly rather than fall back to the mangled name */
+        n = sizeof f->function - 4;
+        memcpy(plain + n, "...", 4);
+      }
+      memcpy(f->function, plain, n < sizeof f->function ? n + 1 : sizeof f->function);
+      f->function[sizeof f->function - 1] = '\0';
+    }
+  }
 }
 
 void pg_symbolize_stack(const pg_stack_t *s, unsigned max_depth, bool use_addr2line,

@@ -66,7 +66,9 @@ static bool start_tracking(void) {
   };
   /* The fault handler goes in before the first page can be protected. */
   if (pg_policy_guard()) pg_signal_install();
-  return pg_decide_start(&cuda);
+  if (!pg_decide_start(&cuda)) return false;
+  pg_policy_stats_start(pg_region_count, pg_tracker_inflight_count); /* stats_path= only */
+  return true;
 }
 
 bool pg_shim_active(void) {

@@ -3,7 +3,9 @@
 #   run_case.sh --mode audit|enforce|none --expect KIND|none [--exit N] [--stdout REGEX] -- prog args...
 # --expect KIND: at least one "pinguard: ERROR: KIND" report, and no report of another kind.
 # --expect none: no report at all (the correctly synchronized twin).
-# --exit N: the expected exit status (default: 0 for none, else pinguard's exitcode 23).
+# --exit N: the expected exit status. Default: 0 for none; with a report, pinguard's exitcode 23
+#   in audit, and in enforce the program's own 0 (a wait prevented the violation), except for
+#   wait-during-capture, which enforce could not prevent (23).
 # --stderr REGEX: pinguard's output (stderr) must match, e.g. the exit summary's count.
 # --mode none: run without the preload (the program must behave the same with no shim).
 # The preload list comes from PG_PRELOAD (set by CTest; it may start with a sanitizer runtime).
@@ -20,7 +22,14 @@ while [ $# -gt 0 ]; do
     *) echo "run_case.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[ -n "$want_exit" ] || { [ "$expect" = none ] && want_exit=0 || want_exit=23; }
+if [ -z "$want_exit" ]; then
+  case "$expect:$mode" in
+    none:*) want_exit=0 ;;
+    wait-during-capture:enforce) want_exit=23 ;;
+    *:enforce) want_exit=0 ;;
+    *) want_exit=23 ;;
+  esac
+fi
 
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT

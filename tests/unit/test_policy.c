@@ -56,8 +56,10 @@ Test(dedup, identity_is_kind_access_site_and_launch_site) {
   cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED, "another kind");
   t.access.pc[0] = (void *)((uintptr_t)tp_other_site + 2);
   cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED, "another violating site");
+  /* The site is the first frame outside the runtime (the test's own code here): who called it
+   * is not part of the identity. */
   t.access.pc[1] = (void *)((uintptr_t)tp_alloc_site + 2);
-  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED, "another caller of that site");
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_DUPLICATE, "another caller of that site");
   t.launch.pc[0] = (void *)((uintptr_t)tp_other_site + 3);
   cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED, "another launching site");
   cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_DUPLICATE);
@@ -68,7 +70,7 @@ Test(dedup, identity_is_kind_access_site_and_launch_site) {
   t.access.depth = 3;
   t.r.action = PG_ACTION_WAITED;
   cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_DUPLICATE);
-  cr_assert_eq(pg_policy_counts().unique, 5);
+  cr_assert_eq(pg_policy_counts().unique, 4);
 }
 
 Test(dedup, off_prints_every_occurrence) {
@@ -156,6 +158,52 @@ Test(exit_status, finish_prints_once_and_repeats_its_answer) {
   cr_assert_eq(pg_policy_finish(), 42);
   cr_assert_eq(pg_policy_finish(), 42);
   cr_assert_eq(tp_count(read_log(), "pinguard: 1 report (0 suppressed)"), 1, "%s", out);
+}
+
+/* Enforce keeps the program's status for what a wait prevented, and only for that. */
+Test(exit_status, enforce_keeps_the_status_of_prevented_violations) {
+  configure("mode=enforce");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  t.r.action = PG_ACTION_WAITED;
+  t.r.waited_ns = 1000;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_DUPLICATE);
+  cr_assert_eq(pg_policy_counts().reports, 2);
+  cr_assert_eq(pg_policy_counts().unprevented, 0);
+  cr_assert_eq(pg_policy_finish(), -1);
+  cr_assert_eq(tp_count(read_log(), "pinguard: ERROR:"), 1, "the wait is still reported: %s", out);
+}
+
+Test(exit_status, enforce_fails_on_what_it_could_not_prevent) {
+  static const pg_action_t not_waited[] = {PG_ACTION_NOT_WAITED_CAPTURE,
+                                           PG_ACTION_NOT_WAITED_HOSTFN, PG_ACTION_NONE};
+  for (size_t i = 0; i < sizeof not_waited / sizeof *not_waited; i++) {
+    configure("mode=enforce");
+    tp_report_t t;
+    tp_report_init(&t, PG_KIND_WAIT_DURING_CAPTURE);
+    t.r.action = PG_ACTION_WAITED;
+    pg_policy_report(&t.r);
+    t.r.action = not_waited[i]; /* a repeat of the same identity, not prevented this time */
+    cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_DUPLICATE);
+    cr_assert_eq(pg_policy_counts().unprevented, 1);
+    cr_assert_eq(pg_policy_finish(), 23, "action %d", (int)not_waited[i]);
+  }
+}
+
+Test(exit_status, enforce_fails_option_and_audit) {
+  configure("mode=enforce:enforce_fails=1:exitcode=9");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  t.r.action = PG_ACTION_WAITED;
+  pg_policy_report(&t.r);
+  cr_assert_eq(pg_policy_finish(), 9, "enforce_fails=1 fails on a prevented violation");
+  configure("mode=audit:enforce_fails=0");
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  pg_policy_report(&t.r);
+  cr_assert_eq(pg_policy_finish(), 23, "audit fails whatever enforce_fails says");
+  configure("mode=enforce:enforce_fails=1");
+  cr_assert_eq(pg_policy_finish(), -1, "no report, no failure");
 }
 
 Test(exit_status, summary_counts_waits_and_stats) {
@@ -343,4 +391,145 @@ Test(fork, child_starts_with_fresh_counts) {
   waitpid(pid, &status, 0);
   cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   cr_assert_eq(pg_policy_counts().reports, 1, "the parent keeps its own");
+}
+
+/* ---- production counters (stats_path) ----------------------------------------------------- */
+#include "pg_statsfile.h"
+
+static size_t three(void) { return 3; }
+
+Test(stats_file, names_carry_the_pid_before_a_prom_suffix) {
+  char name[256];
+  configure("stats_path=/var/lib/pg/counters");
+  pg_statsfile_name(name, sizeof name, 12);
+  cr_assert_str_eq(name, "/var/lib/pg/counters.12");
+  configure("stats_path=/var/lib/pg/pinguard.prom");
+  pg_statsfile_name(name, sizeof name, 12);
+  cr_assert_str_eq(name, "/var/lib/pg/pinguard.12.prom", "the collector reads *.prom only");
+  char opt[256], want[256];
+  tp_tmpdir(dir);
+  snprintf(opt, sizeof opt, "stats_path=%s", dir);
+  pg_policy_configure(NULL, opt);
+  pg_statsfile_name(name, sizeof name, 12);
+  snprintf(want, sizeof want, "%s/pinguard.12.prom", dir);
+  cr_assert_str_eq(name, want, "an existing directory gets pinguard.<pid>.prom");
+}
+
+Test(stats_file, exit_writes_every_counter_without_a_thread) {
+  char opt[400], path[300];
+  tp_tmpdir(dir);
+  snprintf(opt, sizeof opt, "log_path=%s/log:stats_path=%s/s.prom:stats_interval_s=0", dir, dir);
+  pg_policy_configure(NULL, opt);
+  pg_policy_stats_start(three, NULL);
+  cr_assert_not(pg_statsfile_running(), "stats_interval_s=0: no writer thread");
+  pg_stat_add(PG_STAT_COPIES_TRACKED, 7);
+  pg_stat_add(PG_STAT_KERNELS_TRACKED, 2);
+  pg_policy_note_wait(1500000000ull);
+  pg_stat_inc(PG_STAT_GUARD_FAULTS);
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
+  pg_policy_report(&t.r);
+  pg_policy_report(&t.r); /* a repeat counts too */
+  pg_policy_finish();
+  snprintf(path, sizeof path, "%s/s.%d.prom", dir, (int)getpid());
+  cr_assert_gt(tp_read_file(path, out, sizeof out), 0, "no %s", path);
+  char want[256];
+  int pid = (int)getpid();
+#define HAS(fmt, ...)                                          \
+  snprintf(want, sizeof want, fmt "\n", pid, ##__VA_ARGS__);   \
+  cr_assert(strstr(out, want), "lacks %s in:\n%s", want, out)
+  HAS("pinguard_copies_tracked_total{pid=\"%d\"} 7");
+  HAS("pinguard_kernels_tracked_total{pid=\"%d\"} 2");
+  HAS("pinguard_waits_total{pid=\"%d\"} 1");
+  HAS("pinguard_wait_seconds_total{pid=\"%d\"} 1.500000000");
+  HAS("pinguard_reports_total{pid=\"%d\",kind=\"free-during-device-access\"} 2");
+  HAS("pinguard_reports_total{pid=\"%d\",kind=\"wait-during-capture\"} 0");
+  HAS("pinguard_guard_faults_total{pid=\"%d\"} 1");
+  HAS("pinguard_regions{pid=\"%d\"} 3");
+  HAS("pinguard_inflight{pid=\"%d\"} 0");
+#undef HAS
+  cr_assert(strstr(out, "# TYPE pinguard_regions gauge\n"), "%s", out);
+  cr_assert(strstr(out, "# TYPE pinguard_waits_total counter\n"), "%s", out);
+  cr_assert_eq(pg_statsfile_write(), 0);
+  char again[sizeof out];
+  tp_read_file(path, again, sizeof again);
+  pg_stat_add(PG_STAT_COPIES_TRACKED, 1);
+  cr_assert_eq(pg_statsfile_write(), 0);
+  tp_read_file(path, out, sizeof out);
+  cr_assert_str_eq(out, again, "nothing rewrites the file after the exit write");
+}
+
+Test(stats_file, silent_process_writes_no_file) {
+  char opt[400], path[300];
+  tp_tmpdir(dir);
+  snprintf(opt, sizeof opt, "stats_path=%s/s.prom", dir);
+  pg_policy_configure(NULL, opt);
+  pg_policy_finish();
+  snprintf(path, sizeof path, "%s/s.%d.prom", dir, (int)getpid());
+  cr_assert_eq(tp_read_file(path, out, sizeof out), -1, "a process that did nothing has no file");
+}
+
+/* ---- de-duplication by the first frame outside the runtime --------------------------------- */
+#include <dlfcn.h>
+
+#include "pg_dedup.h"
+
+/* One bug whose innermost frame is libc's memcpy at varying offsets (the copy's length picks the
+ * path through memcpy) is one report; the same memcpy called from elsewhere is another. */
+Test(dedup_site, libc_frames_do_not_split_one_bug) {
+  configure(NULL);
+  void *libc_memcpy = dlsym(RTLD_DEFAULT, "memcpy");
+  cr_assert(libc_memcpy && pg_dedup_is_runtime_pc((char *)libc_memcpy + 16),
+            "memcpy is in libc, a runtime module");
+  cr_assert_not(pg_dedup_is_runtime_pc((char *)tp_copy_site + 1), "the test is not runtime");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_CPU_READ_DURING_DEVICE_WRITE);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED); /* copy_site itself */
+  for (int off = 8; off < 64; off += 8) {
+    t.access.pc[0] = (char *)libc_memcpy + off;
+    t.access.pc[1] = (char *)tp_copy_site + 1;
+    t.access.pc[2] = (char *)tp_other_site + off; /* deeper frames do not count either */
+    t.access.depth = 3;
+    pg_verdict_t v = pg_policy_report(&t.r);
+    cr_assert_eq(v, PG_VERDICT_DUPLICATE, "memcpy+%d called from copy_site is copy_site", off);
+  }
+  t.access.pc[1] = (char *)tp_alloc_site + 1; /* memcpy from another function: another bug */
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  pg_policy_counts_t c = pg_policy_counts();
+  cr_assert_eq(c.unique, 2, "memcpy from copy_site, memcpy from alloc_site");
+  pg_policy_finish();
+  cr_assert(strstr(read_log(), "happened 8 times"), "the repeat count: %s", out);
+  cr_assert_eq(tp_count(out, "pinguard: ERROR:"), 2, "%s", out);
+}
+
+Test(dedup_site, a_stack_inside_the_runtime_keeps_its_first_frames) {
+  configure(NULL);
+  char *libc_memcpy = dlsym(RTLD_DEFAULT, "memcpy");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_CPU_READ_DURING_DEVICE_WRITE);
+  t.access.pc[0] = libc_memcpy + 8;
+  t.access.pc[1] = libc_memcpy + 16;
+  t.access.depth = 2;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  t.access.pc[0] = libc_memcpy + 24;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED, "nothing else tells them apart");
+}
+
+/* stack_depth counts frames outside the runtime: a libc frame does not push the user's out. */
+Test(dedup_site, stack_depth_counts_frames_outside_the_runtime) {
+  configure("stack_depth=1");
+  char *libc_memcpy = dlsym(RTLD_DEFAULT, "memcpy");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_CPU_READ_DURING_DEVICE_WRITE);
+  t.access.pc[0] = libc_memcpy + 8;
+  t.access.pc[1] = (char *)tp_copy_site + 1;
+  t.access.pc[2] = (char *)tp_other_site + 1;
+  t.access.depth = 3;
+  pg_policy_report(&t.r);
+  pg_policy_finish();
+  read_log();
+  cr_assert(strstr(out, " in tp_copy_site "), "the user's frame is printed: %s", out);
+  cr_assert(strstr(out, "    #0 ") && strstr(out, "    #1 "), "after memcpy's: %s", out);
+  cr_assert_null(strstr(out, "    #2 "), "and no deeper frame: %s", out);
+  cr_assert_null(strstr(out, "tp_other_site"), "%s", out);
 }

@@ -41,7 +41,7 @@ static void *worker(void *arg) {
 int main(void) {
   char dir[128], env[256], log[200], out[65536];
   tp_tmpdir(dir);
-  snprintf(env, sizeof env, "mode=enforce:log_path=%s/log", dir);
+  snprintf(env, sizeof env, "mode=enforce:enforce_fails=1:log_path=%s/log", dir);
   setenv("PINGUARD_OPTIONS", env, 1);
   pthread_barrier_init(&start, NULL, THREADS);
   pthread_t th[THREADS];
@@ -56,8 +56,10 @@ int main(void) {
   int status = pg_policy_finish();
   snprintf(log, sizeof log, "%s/log.%d", dir, (int)getpid());
   long n = tp_read_file(log, out, sizeof out);
-  /* 2 kinds x 3 violating sites = 6 distinct reports. */
+  /* 2 kinds x 3 violating sites = 6 distinct reports; every one waited for (prevented), and
+   * enforce_fails=1 makes them fail the status all the same. */
   if (failed || c.reports != THREADS * PER_THREAD || c.unique != 6 || c.printed != 6 ||
+      c.unprevented != 0 ||
       pg_stat_get(PG_STAT_WAITS) != THREADS * PER_THREAD || status != 23 || n <= 0 ||
       tp_count(out, "pinguard: ERROR:") != 6 ||
       !strstr(out, "pinguard: 2400 reports (0 suppressed), 2400 waits totalling 2.400 ms\n")) {

@@ -1,9 +1,11 @@
 """report.py: `pinguard report`: merges the JSON logs of many processes (policy/README.md gives
-the line types) into counts per kind and per call site. A log is input from crashed or killed
+the line types) into counts per kind and per call site, and sums the production counters files
+that stats_path= writes (Prometheus text, one file per process). A log is input from crashed or killed
 processes too, so a bad line is counted, warned about and skipped, never fatal."""
 import argparse
 import json
 import os
+import re
 import sys
 
 SUMMARY_PREFIX = "SUMMARY: pinguard: "
@@ -11,6 +13,9 @@ SUMMARY_PREFIX = "SUMMARY: pinguard: "
 _RUNTIME_MODULES = ("libc.so", "libc-", "ld-linux", "libpthread", "libpinguard", "libcudart",
                     "libcuda.so")
 _MAX_WARNINGS = 10  # per run; the rest are only counted
+# A sample line of a stats_path file: name{pid="N"[,kind="k"]} value
+_SAMPLE = re.compile(r'^(pinguard_[a-z_]+)\{([^}]*)\} ([0-9]+(?:\.[0-9]+)?)$')
+_LABEL = re.compile(r'([a-z_]+)="([^"\\]*)"')
 
 
 def _count(text):
@@ -61,6 +66,8 @@ class Merge:
         self.summaries = {"suppressed": 0, "not_printed_max_reports": 0, "waits": 0,
                           "wait_ms": 0.0, "processes": 0}
         self.limited_processes = 0
+        self.stats_files = 0
+        self.counters = {}  # name -> summed value; pinguard_reports_total -> {kind: sum}
 
     # ---- input ------------------------------------------------------------------------------
     def add_path(self, path):
@@ -68,7 +75,9 @@ class Merge:
             self._add_stream("<stdin>", sys.stdin.buffer)
             return
         if os.path.isdir(path):
-            names = sorted(n for n in os.listdir(path) if os.path.isfile(os.path.join(path, n)))
+            # (a stats file's *.tmp is the writer's half-written next version: skipped)
+            names = sorted(n for n in os.listdir(path) if os.path.isfile(os.path.join(path, n))
+                           and not n.endswith(".prom.tmp"))
             if not names:
                 self.warn("%s: directory holds no log files" % path)
             for name in names:
@@ -82,8 +91,13 @@ class Merge:
             self.warn("%s: cannot read: %s" % (path, e.strerror), always=True)
 
     def _add_stream(self, name, stream):
+        lines = iter(stream)
+        first = next(lines, b"")
+        if first.startswith((b"# HELP pinguard_", b"# TYPE pinguard_", b"pinguard_")):
+            self._add_counters(name, first, lines)
+            return
         self.files += 1
-        for number, raw in enumerate(stream, 1):
+        for number, raw in enumerate(_chain(first, lines), 1):
             if not raw.strip():
                 continue
             problem = self._add_line(name, raw)
@@ -119,6 +133,27 @@ class Merge:
         if not problem:
             self.processes.add((name, pid))
         return problem
+
+    def _add_counters(self, name, first, lines):
+        """A stats_path file: its samples are added to the sums (a gauge's sum is the total over
+        processes, e.g. pinned regions held by all of them)."""
+        self.stats_files += 1
+        for number, raw in enumerate(_chain(first, lines), 1):
+            text = raw.decode("utf-8", "replace").strip()
+            if not text or text.startswith("#"):
+                continue
+            m = _SAMPLE.match(text)
+            if not m:
+                self.bad_lines += 1
+                self.warn("%s:%d: not a pinguard counter sample; line skipped" % (name, number))
+                continue
+            metric, labels, value = m.group(1), dict(_LABEL.findall(m.group(2))), m.group(3)
+            value = float(value) if "." in value else int(value)
+            if "kind" in labels:
+                per_kind = self.counters.setdefault(metric, {})
+                per_kind[labels["kind"]] = per_kind.get(labels["kind"], 0) + value
+            else:
+                self.counters[metric] = self.counters.get(metric, 0) + value
 
     # ---- line types -------------------------------------------------------------------------
     def _on_report(self, name, pid, obj):
@@ -218,7 +253,17 @@ class Merge:
                        "example": e.example} for e in shown],
             "sites_not_shown": len(sites) - len(shown),
             "suppressions": [{"rule": r, "hits": h} for r, h in sorted(self.suppressions.items())],
+            "stats_files": self.stats_files,
+            "counters": {k: (round(v, 9) if isinstance(v, float) else v)
+                         for k, v in sorted(self.counters.items())},
         }
+
+
+def _chain(first, rest):
+    if first:
+        yield first
+    for line in rest:
+        yield line
 
 
 def call_site(summary, kind):
@@ -300,6 +345,15 @@ def format_text(r):
                        for i, s in enumerate(r["sites"], 1)], right={0, 1, 2})
         if r["sites_not_shown"]:
             out.append("  ... and %d more call sites (--top 0 lists all)" % r["sites_not_shown"])
+    if r["stats_files"]:
+        out += ["", "counters (stats_path), summed over %s:" % plural(r["stats_files"], "file")]
+        rows = []
+        for k, v in r["counters"].items():
+            if isinstance(v, dict):
+                rows += [("%s{kind=%s}" % (k, kind), n) for kind, n in sorted(v.items()) if n]
+            else:
+                rows.append((k, v))
+        out += _table(("counter", "value"), rows, right={1})
     if r["suppressions"]:
         out += ["", "suppressions:"]
         out += _table(("hits", "rule"), [(s["hits"], s["rule"]) for s in r["suppressions"]],

@@ -1,9 +1,11 @@
 """Intent: `pinguard report` merges the JSON logs of many processes into counts per kind and per
 call site (the same bug in two processes is one call site with two reports), folds repeat lines
-into their report's count, and survives bad input: each bad line is counted and skipped with a
-warning, an unreadable file makes the exit status 1, and nothing crashes."""
+into their report's count, sums the stats_path counters files, and survives bad input: each bad
+line is counted and skipped with a warning, an unreadable file makes the exit status 1, and
+nothing crashes."""
 import json
 import os
+import re
 import tempfile
 
 from common import check, e2e, main, pinguard
@@ -46,6 +48,33 @@ def merge():
             check(needle in r.out, "the table shows %r" % needle, r)
         r = pinguard("report", "--top", "1", logs)
         check("... and 1 more call sites" in r.out, "--top limits the listing", r)
+
+
+def counters():
+    """stats_path files (Prometheus text) in the same directory as the JSON logs: summed."""
+    with tempfile.TemporaryDirectory() as d:
+        for _ in range(2):
+            r = pinguard("run", "--no-guard", "--json", "--log", d, "--options",
+                         "stats_path=%s/:stats_interval_s=0" % d, "--",
+                         e2e("free_during_copy"), "bug")
+            check(r.rc == 23, "the run worked", r)
+        proms = [n for n in os.listdir(d) if n.endswith(".prom")]
+        check(len(proms) == 2, "one counters file per process, got %s" % os.listdir(d))
+        with open(os.path.join(d, "pinguard.1.prom.tmp"), "w") as f:
+            f.write("pinguard_copies_tracked_total{pid=\"1\"} 10")  # a half-written rewrite
+        r = pinguard("report", "--json", d)
+        m = json.loads(r.out)
+        check(r.rc == 0 and not r.err, "report --json succeeds quietly", r)
+        check(m["files"] == 2 and m["reports"] == 2 and m["stats_files"] == 2,
+              "2 logs with 2 reports, and 2 counters files", r)
+        c = m["counters"]
+        check(c["pinguard_copies_tracked_total"] == 2, "one copy per process, summed", r)
+        check(c["pinguard_reports_total"][FREE] == 2 and c["pinguard_reports_total"][COMMIT] == 0,
+              "reports by kind, summed", r)
+        check(c["pinguard_regions"] == 0 and c["pinguard_waits_total"] == 0, "gauges too", r)
+        r = pinguard("report", d)
+        check("counters (stats_path), summed over 2 files:" in r.out and
+              re.search(r"pinguard_reports_total\{kind=%s\} +2\n" % FREE, r.out), "the text form lists them", r)
 
 
 def _report(pid, rid, kind, site, line=10):
@@ -152,4 +181,5 @@ def top_negative():
         check(r.rc == 0 and json.loads(r.out)["reports"] == 1, "--top 0 still lists all", r)
 
 
-main({"merge": merge, "repeats": repeats, "bad_input": bad_input, "top_negative": top_negative})
+main({"merge": merge, "repeats": repeats, "bad_input": bad_input, "top_negative": top_negative,
+      "counters": counters})

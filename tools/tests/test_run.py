@@ -1,6 +1,6 @@
 """Intent: `pinguard run` preloads the shim, passes the options, and exits with the command's
-status: a buggy program reports and exits with pinguard's exitcode, its fixed twin is silent and
-exits 0, and bad usage exits 2."""
+status: a buggy program reports and exits with pinguard's exitcode in audit (its own status in
+enforce, unless enforce_fails=1), its fixed twin is silent and exits 0, and bad usage exits 2."""
 import glob
 import json
 import os
@@ -24,9 +24,13 @@ def fixed():
 
 
 def enforce():
-    r = pinguard("run", "--mode", "enforce", "--", e2e("free_during_copy"), "bug")
-    check(r.rc == 23 and reports_of(r.err, FREE) == 1, "enforce reports too", r)
+    r = pinguard("run", "--mode", "enforce", "--", e2e("free_during_copy"), "bug", "5")
+    check(reports_of(r.err, FREE) == 1, "enforce reports too", r)
     check("enforce: waited" in r.err, "enforce waited for the copy", r)
+    check(r.rc == 5, "enforce prevented the bug: the program's own status 5 stands", r)
+    r = pinguard("run", "--mode", "enforce", "--options", "enforce_fails=1", "--",
+                 e2e("free_during_copy"), "bug", "5")
+    check(r.rc == 23 and reports_of(r.err, FREE) == 1, "enforce_fails=1 exits with exitcode", r)
 
 
 def exitcode_option():
