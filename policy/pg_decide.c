@@ -478,12 +478,19 @@ __attribute__((no_sanitize_address)) void pg_decide_fault_stack(pg_stack_t *out,
 
 /* ---- host functions ------------------------------------------------------------------------ */
 /* The pages a running host function was let through, protected again when it returns. */
-static __thread uintptr_t hostfn_open_lo, hostfn_open_hi;
+/* The ranges a running host function was let through, protected again when it returns. Only
+ * those ranges: a bounding box would also re-protect pages other threads were let through (a
+ * system call filling its buffer would then fail with EFAULT). Past the last slot, the host
+ * function's later openings stay open until their accesses retire (less guarding, never more). */
+#define HOSTFN_OPEN_MAX 16
+static __thread struct { uintptr_t lo, hi; } hostfn_open[HOSTFN_OPEN_MAX];
+static __thread unsigned hostfn_nopen;
 
 static void note_opened(uintptr_t lo, uintptr_t hi) {
-  if (!pg_hb_in_hostfn()) return;
-  if (hostfn_open_hi == 0 || lo < hostfn_open_lo) hostfn_open_lo = lo;
-  if (hi > hostfn_open_hi) hostfn_open_hi = hi;
+  if (!pg_hb_in_hostfn() || hostfn_nopen == HOSTFN_OPEN_MAX) return;
+  hostfn_open[hostfn_nopen].lo = lo;
+  hostfn_open[hostfn_nopen].hi = hi;
+  hostfn_nopen++;
 }
 
 bool pg_decide_capturing(cudaStream_t s) { return stream_capturing(s); }
@@ -494,14 +501,14 @@ cudaError_t pg_decide_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void
 }
 
 void pg_decide_hostfn_enter(const pg_hostfn_pos_t *pos) {
-  hostfn_open_lo = hostfn_open_hi = 0;
+  hostfn_nopen = 0;
   pg_hb_hostfn_enter(pos);
 }
 
 void pg_decide_hostfn_leave(void) {
   pg_hb_hostfn_leave();
-  if (hostfn_open_hi) pg_guard_rearm(hostfn_open_lo, hostfn_open_hi);
-  hostfn_open_lo = hostfn_open_hi = 0;
+  for (unsigned i = 0; i < hostfn_nopen; i++) pg_guard_rearm(hostfn_open[i].lo, hostfn_open[i].hi);
+  hostfn_nopen = 0;
 }
 
 void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *st) {
@@ -512,10 +519,21 @@ void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *st) {
    * Conflicts beyond these few are settled when the retried instruction faults again. */
   pg_access_t found[FAULT_FOUND];
   /* A read races only with device writes; a write with any device access. The probe is the
-   * faulting byte (the first the instruction touches on this page): on a guarded edge page
-   * (PG_REGION_FLAG_OWNS_EDGES) the bytes outside the access are nobody's, and touching them is
-   * no conflict. Every other guarded page lies wholly inside the accesses guarding it. */
-  probe_t q = {.kind = is_write ? PROBE_ANY : PROBE_WRITES, .p = (const void *)addr, .n = 1};
+   * whole page, since the instruction (a memcpy, say) may go on across it, onto bytes of
+   * accesses too short to guard the page themselves; but only the page's bytes of the pinned
+   * region the fault hit. On a guarded edge page (PG_REGION_FLAG_OWNS_EDGES) the bytes outside
+   * the region are nobody's (a malloc header): touching them is no conflict. */
+  probe_t q = {.kind = is_write ? PROBE_ANY : PROBE_WRITES, .p = (const void *)page,
+               .n = page_size};
+  pg_region_t reg;
+  if (!pg_region_find((const void *)addr, &reg)) {
+    q.n = 0; /* outside every region: no conflict */
+  } else if (reg.base > page || reg.base + reg.size < page + page_size) {
+    uintptr_t lo = reg.base > page ? reg.base : page;
+    uintptr_t hi = reg.base + reg.size < page + page_size ? reg.base + reg.size : page + page_size;
+    q.p = (const void *)lo;
+    q.n = hi - lo;
+  }
   pg_report_kind_t kind =
       is_write ? PG_KIND_CPU_WRITE_DURING_DEVICE_ACCESS : PG_KIND_CPU_READ_DURING_DEVICE_WRITE;
   int total = settle(kind, &q, is_write ? "CPU write" : "CPU read", st, found, FAULT_FOUND, false,
