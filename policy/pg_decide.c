@@ -478,16 +478,30 @@ __attribute__((no_sanitize_address)) void pg_decide_fault_stack(pg_stack_t *out,
 
 /* ---- host functions ------------------------------------------------------------------------ */
 /* The pages a running host function was let through, protected again when it returns. */
-/* The ranges a running host function was let through, protected again when it returns. Only
- * those ranges: a bounding box would also re-protect pages other threads were let through (a
- * system call filling its buffer would then fail with EFAULT). Past the last slot, the host
- * function's later openings stay open until their accesses retire (less guarding, never more). */
+/* The ranges a running host function was let through, protected again when it returns: those
+ * ranges (touching ones merged, as a memcpy opens page after page), not a bounding box, which
+ * would also re-protect pages other threads were let through (a system call filling its buffer
+ * would then fail with EFAULT). Should the slots run out, the last one grows to cover the rest:
+ * every page the host function opened is protected again. */
 #define HOSTFN_OPEN_MAX 16
 static __thread struct { uintptr_t lo, hi; } hostfn_open[HOSTFN_OPEN_MAX];
 static __thread unsigned hostfn_nopen;
 
 static void note_opened(uintptr_t lo, uintptr_t hi) {
-  if (!pg_hb_in_hostfn() || hostfn_nopen == HOSTFN_OPEN_MAX) return;
+  if (!pg_hb_in_hostfn()) return;
+  for (unsigned i = 0; i < hostfn_nopen; i++) {
+    if (lo <= hostfn_open[i].hi && hi >= hostfn_open[i].lo) { /* touches: merge */
+      if (lo < hostfn_open[i].lo) hostfn_open[i].lo = lo;
+      if (hi > hostfn_open[i].hi) hostfn_open[i].hi = hi;
+      return;
+    }
+  }
+  if (hostfn_nopen == HOSTFN_OPEN_MAX) {
+    unsigned last = HOSTFN_OPEN_MAX - 1;
+    if (lo < hostfn_open[last].lo) hostfn_open[last].lo = lo;
+    if (hi > hostfn_open[last].hi) hostfn_open[last].hi = hi;
+    return;
+  }
   hostfn_open[hostfn_nopen].lo = lo;
   hostfn_open[hostfn_nopen].hi = hi;
   hostfn_nopen++;
