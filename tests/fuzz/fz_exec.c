@@ -138,7 +138,7 @@ typedef struct tmodel {
 
 static __thread tmodel_t *T;
 static __thread int t_base_s, t_base_e, t_base_b; /* its first stream, event and slot */
-static __thread uint64_t t_opens0;                /* fz_gate_opens() when the op began */
+static __thread uint64_t t_opens0;                /* fz_gate_opens_done() when the op began */
 static __thread int t_app_thread; /* 1 + the application thread's index; 0 elsewhere */
 
 static struct {
@@ -559,7 +559,7 @@ static void check_reports(int op, const rep_t *r, size_t n, const char *kind, ac
   }
   /* Concurrent runs: other threads open gates at any time, so a requirement holds only when
    * no opening happened during the op. */
-  if (M.cfg->concurrent && fz_gate_opens() != t_opens0) must = false;
+  if (M.cfg->concurrent && fz_gate_opens_begun() != t_opens0) must = false;
   fz_stat_reports += n;
   if (must) fz_stat_required++;
   if (must) {
@@ -947,7 +947,7 @@ static void learn(const vc_t *v) { vc_join(&T->host, v); }
 
 static void exec_op(int i) {
   const fz_op_t *o = &M.ops->v[i];
-  t_opens0 = fz_gate_opens();
+  t_opens0 = fz_gate_opens_done();
   uint64_t opened = fz_gate_opened();
   if (g_trace) {
     char line[160];

@@ -19,20 +19,26 @@
 
 static atomic_uint_fast64_t g_last;    /* id of the latest gate made */
 static atomic_uint_fast64_t g_opened;  /* gates with an id up to this are open */
-static atomic_uint_fast64_t g_opens;   /* how many times the gates were opened */
+/* Openings begun and done: an opening counts in g_begun before it opens anything and in g_done
+ * after, so an op that reads g_done when it starts and g_begun when it ends (equal: no opening
+ * overlapped it) never misses one that a preempted opener was halfway through. */
+static atomic_uint_fast64_t g_begun;
+static atomic_uint_fast64_t g_done;
 
 uint64_t fz_gate_new(void) { return atomic_fetch_add(&g_last, 1) + 1; }
 
 void fz_gate_open_all(void) {
+  atomic_fetch_add(&g_begun, 1);
   uint64_t last = atomic_load(&g_last);
   uint64_t cur = atomic_load(&g_opened);
   while (cur < last && !atomic_compare_exchange_weak(&g_opened, &cur, last)) {
   }
-  atomic_fetch_add(&g_opens, 1);
+  atomic_fetch_add(&g_done, 1);
 }
 
 uint64_t fz_gate_opened(void) { return atomic_load(&g_opened); }
-uint64_t fz_gate_opens(void) { return atomic_load(&g_opens); }
+uint64_t fz_gate_opens_done(void) { return atomic_load(&g_done); }
+uint64_t fz_gate_opens_begun(void) { return atomic_load(&g_begun); }
 
 void fz_gate_wait(uint64_t id) {
   struct timespec ts = {0, 20000};

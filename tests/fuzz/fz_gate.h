@@ -8,6 +8,9 @@ uint64_t fz_gate_new(void);       /* a new, closed gate's id */
 void fz_gate_wait(uint64_t id);   /* blocks until gate id is open (a host function's body) */
 void fz_gate_open_all(void);      /* opens every gate made so far */
 uint64_t fz_gate_opened(void);    /* every gate with an id up to this is open */
-uint64_t fz_gate_opens(void);     /* times the gates were opened (changes on every opening) */
+/* Openings finished, and openings started. No opening overlapped an interval when
+ * fz_gate_opens_done() read at its start equals fz_gate_opens_begun() read at its end. */
+uint64_t fz_gate_opens_done(void);
+uint64_t fz_gate_opens_begun(void);
 
 #endif
