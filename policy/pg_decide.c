@@ -201,7 +201,8 @@ bool pg_decide_start(const pg_decide_cuda_t *c) {
   if (pg_policy_guard()) {
     void *warm[4];
     backtrace(warm, 4); /* loads the unwinder now, never in the fault handler */
-    pg_guard_enable((size_t)pg_policy_options()->guard_min_bytes);
+    pg_guard_enable((size_t)pg_policy_options()->guard_min_bytes,
+                    pg_policy_options()->guard_shared_edges);
   }
   return true;
 }

@@ -9,9 +9,17 @@
  *
  * Why the fault handler may call into this file: the handler only runs for a fault on a page
  * this file protected, and no code in pinguard touches a guarded page while it holds a stripe
- * lock, so the faulting thread never already holds the lock it takes here. Nothing here
+ * lock, so the faulting thread never already holds the lock it takes here. That includes malloc's
+ * own bookkeeping, which may sit on a guarded shared edge page (guard_shared_edges): a granule is
+ * allocated before its stripe lock is taken, and nothing allocates under one. Nothing here
  * allocates on the handler's paths (pg_guard_claims, pg_guard_owns, pg_guard_release,
- * pg_guard_refresh only look granules up; only pg_guard_on_begin creates them). */
+ * pg_guard_refresh, pg_guard_step_* only look granules up; only pg_guard_on_begin creates them).
+ *
+ * Shared edges: a registered buffer carved from malloc's heap shares its partial first and last
+ * pages with other objects. With guard_shared_edges those pages are guarded too, and a fault on
+ * their other bytes is nobody's conflict: the handler opens the page for one instruction
+ * (pg_guard_step_begin), the CPU single-steps it, and the trap closes the page again
+ * (pg_guard_step_end). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -35,6 +43,12 @@ typedef struct granule {
   uint16_t reads[GRANULE_PAGES];   /* in-flight device reads covering the page */
   uint16_t writes[GRANULE_PAGES];  /* in-flight device writes or unknown-direction accesses */
   uint8_t released[GRANULE_PAGES]; /* CPU let through until the counts drop to zero */
+  uint8_t stepping[GRANULE_PAGES]; /* open while this many threads single-step an instruction */
+  /* On a shared edge page (guard_shared_edges), where the region bytes end and begin: the bytes
+   * from tail_end up to head_begin are other data (0: no region ends / begins inside the page).
+   * Written under the stripe lock, read lock-free by pg_guard_is_neighbour. */
+  uint16_t tail_end[GRANULE_PAGES];
+  uint16_t head_begin[GRANULE_PAGES];
   /* The protection this file last applied, and whether it ever protected the page. Written
    * under the stripe lock, read without it by pg_guard_claims (hence the atomic accesses). */
   uint8_t prot[GRANULE_PAGES];
@@ -54,6 +68,7 @@ static stripe_t stripes[STRIPES];
 #define GTAB_SIZE ((size_t)1 << GTAB_BITS)
 static _Atomic(granule_t *) gtab[GTAB_SIZE];
 static atomic_bool enabled;
+static atomic_bool shared_edges; /* guard_shared_edges */
 static size_t min_bytes;
 static uintptr_t page_size;
 
@@ -70,8 +85,9 @@ __attribute__((constructor)) static void guard_setup(void) {
   page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
 }
 
-void pg_guard_enable(size_t min) {
+void pg_guard_enable(size_t min, bool guard_shared_edges) {
   min_bytes = min;
+  atomic_store(&shared_edges, guard_shared_edges);
   atomic_store(&enabled, true);
   pg_tracker_set_hooks(pg_guard_on_begin, pg_guard_on_retire, NULL);
 }
@@ -104,10 +120,17 @@ static granule_t *granule_find(uintptr_t index) {
   return NULL;
 }
 
+/* Granules have pages of their own: never on a heap page that a shared edge guard may protect,
+ * so the fault handler can always read them. */
+static granule_t *granule_alloc(void) {
+  void *p = mmap(NULL, sizeof(granule_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
 /* Under the granule's stripe lock, so no other thread creates the same index; threads creating
  * other indexes may race for a slot, hence the compare-and-swap. */
-static granule_t *granule_create(uintptr_t index) {
-  granule_t *g = calloc(1, sizeof *g);
+static granule_t *granule_create(uintptr_t index, granule_t *g) {
   if (!g) return NULL;
   g->index = index;
   for (size_t i = gtab_slot(index), probes = 0; probes < GTAB_SIZE;
@@ -117,8 +140,7 @@ static granule_t *granule_create(uintptr_t index) {
                                                 memory_order_relaxed))
       return g;
   }
-  free(g); /* table full: these pages go unguarded */
-  return NULL;
+  return NULL; /* table full: these pages go unguarded (the caller frees g) */
 }
 
 static uint8_t prot_of(const granule_t *g, size_t i) {
@@ -126,7 +148,7 @@ static uint8_t prot_of(const granule_t *g, size_t i) {
 }
 
 static int desired(const granule_t *g, size_t i) {
-  if (g->released[i]) return PROT_STATE_RW;
+  if (g->released[i] || g->stepping[i]) return PROT_STATE_RW;
   if (g->writes[i]) return PROT_STATE_NONE;
   if (g->reads[i]) return PROT_STATE_READ;
   return PROT_STATE_RW;
@@ -188,11 +210,14 @@ static void for_pages(uintptr_t lo, uintptr_t hi, bool create, piece_fn fn, void
     uintptr_t gend = (index + 1) * gb;
     uintptr_t end = phi < gend ? phi : gend;
     stripe_t *st = stripe_of(index);
+    /* A new granule is allocated before the lock (see the top of the file). */
+    granule_t *fresh = create && !granule_find(index) ? granule_alloc() : NULL;
     pthread_mutex_lock(&st->mu);
     granule_t *g = granule_find(index);
-    if (!g && create) g = granule_create(index);
+    if (!g && create && (g = granule_create(index, fresh))) fresh = NULL;
     if (g) fn(g, (a - index * gb) / page_size, (end - index * gb) / page_size, arg);
     pthread_mutex_unlock(&st->mu);
+    if (fresh) munmap(fresh, sizeof *fresh);
     a = end;
   }
 }
@@ -242,9 +267,25 @@ static void count_piece(granule_t *g, size_t first, size_t last, void *arg) {
     } else if (counts[i] > 0) {
       counts[i]--;
     }
-    if (!g->reads[i] && !g->writes[i]) g->released[i] = 0;
+    if (!g->reads[i] && !g->writes[i]) {
+      g->released[i] = 0;
+      __atomic_store_n(&g->tail_end[i], 0, __ATOMIC_RELAXED);
+      __atomic_store_n(&g->head_begin[i], 0, __ATOMIC_RELAXED);
+    }
   }
   apply(g, first, last);
+}
+
+/* Records where the region's bytes begin (or end) on a shared edge page, before it is counted. */
+typedef struct edge_arg {
+  bool head;       /* the region begins inside the page (else: ends inside it) */
+  uint16_t offset; /* where */
+} edge_arg_t;
+
+static void edge_piece(granule_t *g, size_t first, size_t last, void *arg) {
+  const edge_arg_t *e = arg;
+  for (size_t i = first; i < last; i++)
+    __atomic_store_n(e->head ? &g->head_begin[i] : &g->tail_end[i], e->offset, __ATOMIC_RELAXED);
 }
 
 /* The size threshold applies to the pinned buffer, not to the access: an engine copying 4 KiB
@@ -258,11 +299,26 @@ bool pg_guard_on_begin(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, void *ctx) {
   (void)ctx;
   pg_region_t reg;
   if (!worth_guarding(*lo, *hi, &reg) || !kind_usable(&reg, *lo, *hi)) return false;
-  /* Partial pages are guarded only at the edges of a region that owns them (see
-   * PG_REGION_FLAG_OWNS_EDGES): there the other bytes are nobody's data. */
-  if (reg.flags & PG_REGION_FLAG_OWNS_EDGES) {
-    if (*lo == reg.base) *lo &= ~(page_size - 1);
-    if (*hi == reg.base + reg.size) *hi = (*hi + page_size - 1) & ~(page_size - 1);
+  /* Partial pages are guarded only at the edges of a region: always when the region owns them
+   * (PG_REGION_FLAG_OWNS_EDGES: there the other bytes are nobody's data), and for a registered
+   * buffer that shares them with other heap data when guard_shared_edges is set (the other bytes'
+   * faults are single-stepped). */
+  bool edges = (reg.flags & PG_REGION_FLAG_OWNS_EDGES) ||
+               (reg.how == PG_PIN_REGISTER && atomic_load_explicit(&shared_edges,
+                                                                   memory_order_relaxed));
+  if (edges) {
+    bool shared = !(reg.flags & PG_REGION_FLAG_OWNS_EDGES);
+    if (*lo == reg.base && (*lo & (page_size - 1))) {
+      *lo &= ~(page_size - 1);
+      edge_arg_t e = {true, (uint16_t)(reg.base - *lo)};
+      if (shared) for_pages(*lo, *lo + page_size, true, edge_piece, &e);
+    }
+    if (*hi == reg.base + reg.size && (*hi & (page_size - 1))) {
+      uintptr_t page = *hi & ~(page_size - 1);
+      *hi = page + page_size;
+      edge_arg_t e = {false, (uint16_t)(reg.base + reg.size - page)};
+      if (shared) for_pages(page, page + page_size, true, edge_piece, &e);
+    }
   }
   count_arg_t c = {dir, +1};
   for_pages(*lo, *hi, true, count_piece, &c);
@@ -364,6 +420,53 @@ void pg_guard_refresh(uintptr_t addr) {
   for_pages(page, page + page_size, false, refresh_piece, NULL);
 }
 
+/* ---- single-stepping the other bytes of an edge page ---------------------------------------- */
+static void step_piece(granule_t *g, size_t first, size_t last, void *arg) {
+  int delta = *(const int *)arg;
+  for (size_t i = first; i < last; i++) {
+    if (delta > 0 && g->stepping[i] < UINT8_MAX) g->stepping[i]++;
+    else if (delta < 0 && g->stepping[i] > 0) g->stepping[i]--;
+  }
+  apply(g, first, last);
+}
+
+bool pg_guard_is_neighbour(uintptr_t addr) {
+  if (!pg_guard_enabled() || !page_size) return false;
+  granule_t *g = granule_find(addr / granule_bytes());
+  if (!g) return false;
+  size_t i = (addr % granule_bytes()) / page_size;
+  unsigned off = (unsigned)(addr & (page_size - 1));
+  unsigned tail = __atomic_load_n(&g->tail_end[i], __ATOMIC_RELAXED);
+  unsigned head = __atomic_load_n(&g->head_begin[i], __ATOMIC_RELAXED);
+  if (!tail && !head) return false; /* not a shared edge page */
+  return off >= tail && (!head || off < head);
+}
+
+bool pg_guard_step_begin(uintptr_t addr) {
+  if (!pg_guard_enabled() || pg_guard_claims(addr) != PG_GUARD_PROTECTED) return false;
+  uintptr_t page = addr & ~(page_size - 1);
+  int delta = +1;
+  for_pages(page, page + page_size, false, step_piece, &delta);
+  return true;
+}
+
+void pg_guard_step_end(uintptr_t addr) {
+  uintptr_t page = addr & ~(page_size - 1);
+  int delta = -1;
+  for_pages(page, page + page_size, false, step_piece, &delta);
+}
+
+/* A buffer outside every region can share a guarded page with one only at its own first or last
+ * page (the two are disjoint intervals): only those two are looked at, lock-free first. */
+void pg_guard_spare_neighbour(const void *p, size_t n, bool kernel_writes) {
+  if (!pg_guard_enabled() || !n) return;
+  uintptr_t lo = (uintptr_t)p, last = lo + n - 1;
+  uintptr_t pages[2] = {lo & ~(page_size - 1), last & ~(page_size - 1)};
+  for (int k = 0; k < (pages[0] == pages[1] ? 1 : 2); k++)
+    if (pg_guard_claims(pages[k]) == PG_GUARD_PROTECTED && !pg_guard_page_allows(pages[k], kernel_writes))
+      pg_guard_release_denying(pages[k], pages[k] + page_size, kernel_writes);
+}
+
 /* ---- unpinning and fork -------------------------------------------------------------------- */
 static void forget_piece(granule_t *g, size_t first, size_t last, void *arg) {
   bool unmapped = *(const bool *)arg;
@@ -399,6 +502,7 @@ void pg_guard_atfork_child(void) {
     memset(g->reads, 0, sizeof g->reads);
     memset(g->writes, 0, sizeof g->writes);
     memset(g->released, 0, sizeof g->released);
+    memset(g->stepping, 0, sizeof g->stepping);
     apply(g, 0, GRANULE_PAGES);
   }
   for (int i = STRIPES - 1; i >= 0; i--) pthread_mutex_unlock(&stripes[i].mu);

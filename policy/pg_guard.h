@@ -20,8 +20,9 @@ typedef enum pg_guard_kind {
   PG_GUARD_KIND_COUNT
 } pg_guard_kind_t;
 
-/* Turns guarding on for accesses of at least min_bytes. Installs the tracker hooks. */
-void pg_guard_enable(size_t min_bytes);
+/* Turns guarding on for buffers of at least min_bytes (and, with shared_edges, on the partial
+ * edge pages registered buffers share with other heap data). Installs the tracker hooks. */
+void pg_guard_enable(size_t min_bytes, bool shared_edges);
 bool pg_guard_enabled(void);
 
 /* Tracker hooks: an access piece [lo, hi) began (true: its pages are counted) / retired. */
@@ -67,6 +68,20 @@ void pg_guard_refresh(uintptr_t addr);
 /* Drops every count on the pages of [lo, hi) and opens them (unless `unmapped`: the mapping is
  * already gone). Called before a region is freed or unregistered. */
 void pg_guard_forget(uintptr_t lo, uintptr_t hi, bool unmapped);
+
+/* Lock-free, for the fault handler: addr lies on a guarded shared edge page (guard_shared_edges),
+ * on the bytes there that are not the region's. */
+bool pg_guard_is_neighbour(uintptr_t addr);
+
+/* A fault on a guarded page at bytes outside every region (the other data on a shared edge page):
+ * step_begin opens the page (true) for the faulting thread to single-step one instruction, and
+ * step_end, from the trap after it, lets the page's protection return. */
+bool pg_guard_step_begin(uintptr_t addr);
+void pg_guard_step_end(uintptr_t addr);
+
+/* A system call's buffer [p, p+n) that lies outside every region may still share a guarded edge
+ * page with one: the pages that would deny the kernel are let through, so it never gets EFAULT. */
+void pg_guard_spare_neighbour(const void *p, size_t n, bool kernel_writes);
 
 /* Marks whether the memory of a region is a MAP_SHARED mapping (decides its probe kind). */
 pg_guard_kind_t pg_guard_kind_of(pg_pin_how_t how, unsigned region_flags);

@@ -65,7 +65,7 @@ static bool start_tracking(void) {
       .pointer_get_attributes = PG_REAL(cudaPointerGetAttributes),
   };
   /* The fault handler goes in before the first page can be protected. */
-  if (pg_policy_guard()) pg_signal_install();
+  if (pg_policy_guard()) pg_signal_install(pg_policy_options()->guard_shared_edges);
   if (!pg_decide_start(&cuda)) return false;
   pg_policy_stats_start(pg_region_count, pg_tracker_inflight_count); /* stats_path= only */
   return true;

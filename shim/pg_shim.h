@@ -20,7 +20,7 @@ bool pg_resolve_required(void);
 void pg_shim_check_static_runtimes(void);
 
 /* Installs the guard-page fault handler (once), keeping the application's handler to chain to. */
-void pg_signal_install(void);
+void pg_signal_install(bool single_steps); /* single_steps: SIGTRAP too (guard_shared_edges) */
 
 /* Stream 0 means the per-thread default stream in a _ptsz call, the legacy one otherwise. */
 static inline cudaStream_t pg_stream_of(cudaStream_t s, bool ptsz) {

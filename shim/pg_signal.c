@@ -3,6 +3,11 @@
  * for the GPU access; audit: report) and the instruction retried. Every other fault goes to the
  * handler the application installed, exactly as the kernel would have delivered it.
  *
+ * With guard_shared_edges, a fault on the other data of a guarded shared edge page (bytes that are
+ * no region's) is no conflict: the page is opened, the instruction single-stepped (the x86 trap
+ * flag), and the SIGTRAP after it closes the page again. SIGTRAP is then handled here too, and
+ * every trap that is not such a step goes to the application's disposition.
+ *
  * While the handler is installed, the application's SIGSEGV/SIGBUS dispositions live in
  * app_action[]: its sigaction() calls read and write them there, so it sees what it expects
  * (its own handler, or what was there before pinguard) and becomes the handler chained to. */
@@ -21,14 +26,15 @@
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 
-static const int guarded_signals[] = {SIGSEGV, SIGBUS};
-#define NSIG_GUARDED 2
+static const int guarded_signals[] = {SIGSEGV, SIGBUS, SIGTRAP};
+#define NSIG_GUARDED 3
 
 static struct sigaction app_action[NSIG_GUARDED];
 static atomic_bool installed;
+static int nguarded; /* SIGTRAP (the last) only with guard_shared_edges */
 
 static int slot_of(int sig) {
-  for (int i = 0; i < NSIG_GUARDED; i++)
+  for (int i = 0; i < nguarded; i++)
     if (guarded_signals[i] == sig) return i;
   return -1;
 }
@@ -55,8 +61,9 @@ static void die_by_default(int sig, const siginfo_t *info) {
   real_sigaction()(sig, &dfl, NULL);
   /* Returning re-executes a faulting instruction, which now meets the default action: the
    * process dies exactly as it would have without pinguard (core dump included). A signal sent
-   * by kill/raise is raised again instead. */
-  if (!is_hardware_fault(info)) raise(sig);
+   * by kill/raise is raised again instead, and so is a trap, which is reported after its
+   * instruction and would not recur. */
+  if (!is_hardware_fault(info) || sig == SIGTRAP) raise(sig);
 }
 
 static void chain(int sig, siginfo_t *info, void *uctx) {
@@ -119,6 +126,37 @@ static bool retry_stale(uintptr_t addr) {
   return ++stale_count <= PG_STALE_RETRIES;
 }
 
+/* ---- single steps over the other data of a shared edge page -------------------------------- */
+/* The pages this thread opened for the instruction it is single-stepping (a few: one instruction
+ * can fault on two pages, and a nested fault in pinguard's own handler on a third). */
+#define PG_MAX_STEPS 4
+#define PG_X86_TRAP_FLAG 0x100
+static __thread uintptr_t step_pages[PG_MAX_STEPS];
+static __thread unsigned nsteps;
+static __thread bool trap_was_blocked; /* the stepped code had SIGTRAP blocked */
+
+/* A thread may block SIGTRAP (runtime worker threads block every asynchronous signal), and a
+ * blocked trap kills the process: the mask the interrupted code gets back lets it through for
+ * the one instruction, and the trap puts it back. */
+static bool step_over(uintptr_t addr, ucontext_t *uc) {
+  if (nsteps == PG_MAX_STEPS || !pg_guard_is_neighbour(addr) || !pg_guard_step_begin(addr))
+    return false;
+  if (nsteps++ == 0) trap_was_blocked = sigismember(&uc->uc_sigmask, SIGTRAP) == 1;
+  step_pages[nsteps - 1] = addr;
+  sigdelset(&uc->uc_sigmask, SIGTRAP);
+  uc->uc_mcontext.gregs[REG_EFL] |= PG_X86_TRAP_FLAG;
+  return true;
+}
+
+/* The trap after a stepped instruction: close the pages it opened. */
+static bool end_steps(const siginfo_t *info, ucontext_t *uc) {
+  if (!nsteps || info->si_code != TRAP_TRACE) return false;
+  uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)PG_X86_TRAP_FLAG;
+  if (trap_was_blocked) sigaddset(&uc->uc_sigmask, SIGTRAP);
+  while (nsteps) pg_guard_step_end(step_pages[--nsteps]);
+  return true;
+}
+
 /* Decides whether the fault is pinguard's and settles it. backtrace() inside unwinds back through
  * on_fault (its frame-pointer-based CFA survives the stack switch) and the signal frame. */
 static void handle_fault(void *arg) {
@@ -162,6 +200,12 @@ __attribute__((optimize("no-omit-frame-pointer"))) static void on_fault(int sig,
                                                                         void *uctx) {
   int saved_errno = errno;
   ucontext_t *uc = uctx;
+  if (sig == SIGTRAP) {
+    bool ours = end_steps(info, uc);
+    errno = saved_errno;
+    if (!ours) chain(sig, info, uctx);
+    return;
+  }
   fault_t f = {.info = info, .uc = uc, .claim = PG_GUARD_NOT_OURS, .handled = false};
   /* Only a page pinguard protected can be pinguard's fault. A stack overflow faults in the
    * thread's own guard area, which pinguard never protects, however close the pinned buffers
@@ -169,6 +213,12 @@ __attribute__((optimize("no-omit-frame-pointer"))) static void on_fault(int sig,
    * The look takes no lock and little stack, so it is safe on the smallest alternate stack. */
   if (sig == SIGSEGV && info->si_code == SEGV_ACCERR)
     f.claim = pg_guard_claims((uintptr_t)info->si_addr);
+  /* The other data on a shared edge page: no conflict, and nothing to look up (the handler may
+   * have interrupted pinguard itself, reading its own heap data there under one of its locks). */
+  if (f.claim == PG_GUARD_PROTECTED && step_over((uintptr_t)info->si_addr, uc)) {
+    errno = saved_errno;
+    return;
+  }
   if (f.claim != PG_GUARD_NOT_OURS) {
     uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
     if (on_alternate_stack()) {
@@ -186,8 +236,9 @@ __attribute__((optimize("no-omit-frame-pointer"))) static void on_fault(int sig,
   chain(sig, info, uctx);
 }
 
-void pg_signal_install(void) {
+void pg_signal_install(bool single_steps) {
   if (atomic_exchange(&installed, true)) return;
+  nguarded = single_steps ? 3 : 2;
   struct sigaction ours;
   memset(&ours, 0, sizeof ours);
   ours.sa_sigaction = on_fault;
@@ -195,7 +246,7 @@ void pg_signal_install(void) {
    * a stack-overflow fault must still reach a handler that expects the alternate stack. */
   ours.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK | SA_RESTART;
   sigemptyset(&ours.sa_mask);
-  for (int i = 0; i < NSIG_GUARDED; i++)
+  for (int i = 0; i < nguarded; i++)
     real_sigaction()(guarded_signals[i], &ours, &app_action[i]);
 }
 

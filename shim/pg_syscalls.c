@@ -27,6 +27,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "pg_guard.h"
 #include "pg_intercept.h"
 #include "pg_shim.h"
 #include "pg_tracker.h"
@@ -55,7 +56,11 @@
  * always are, so the stack it captures always starts at the interposer's caller. */
 static __attribute__((noinline)) void check(const void *p, size_t n, bool kernel_writes,
                                             const char *call) {
-  if (!p || n == 0 || pg_region_find_range(p, n, NULL, 0) == 0) return;
+  if (!p || n == 0) return;
+  if (pg_region_find_range(p, n, NULL, 0) == 0) {
+    pg_guard_spare_neighbour(p, n, kernel_writes); /* it may share a guarded edge page */
+    return;
+  }
   pg_stack_t st;
   pg_stack_capture(&st, 2, PG_STACK_MAX); /* past check and the interposer */
   pg_guard_t g = pg_shim_enter();
