@@ -1,11 +1,11 @@
 /* pg_policy.h: the decision API the shim calls: what mode pinguard is in, whether and how a
  * violation is reported, the exit summary and the exit status. It knows nothing about CUDA or
- * the tracker; the shim decides which accesses conflict and waits for them, then tells policy.
+ * the tracker; core/ decides which accesses conflict and waits for them, then tells policy.
  *
  * Life cycle, as the shim uses it:
- *   pg_policy_init()            once, from the shim's lazy init (never from a constructor that
- *                               runs before the environment is readable). Options come from
- *                               built-in defaults < __pinguard_default_options() < PINGUARD_OPTIONS.
+ *   pg_policy_init()            once, from the shim's constructor (it reads the environment and
+ *                               makes no CUDA call). Options come from built-in defaults <
+ *                               __pinguard_default_options() < PINGUARD_OPTIONS.
  *   pg_policy_mode()            on every interposed call (a plain load).
  *   pg_policy_report(&r)        per violation; returns what became of it.
  *   pg_policy_note_wait(ns)     after each enforce wait.
