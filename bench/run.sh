@@ -60,7 +60,7 @@ case $level in
          instr_copies=(8192 1024 8192) ;;
   quick) reps=5; copies=30000; scale_copies=30000; regions=(10 1000 100000)
          inflight=(10 10000); chunks=16; llama_chunks=4; llama_reps=1; guard_iters=500
-         instr_copies=(4096 512 2048) ;;
+         instr_copies=(4096 1024 2048) ;;
   smoke) reps=1; copies=3000; scale_copies=3000; regions=(10 1000)
          inflight=(10 100); chunks=4; llama_chunks=0; llama_reps=0; guard_iters=50
          instr_copies=(512 64 256) ;;
