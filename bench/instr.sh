@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # bench/instr.sh: the instructions pinguard adds to one tracked copy, counted with callgrind
 # (deterministic, unlike time). For each case it runs the program at two lengths, N and 2N copies
-# per thread, and takes the difference of total Ir over the difference in copies (the marginal
-# cost, free of start-up and exit), three ways: the runtime alone, the runtime plus one
-# cudaEventRecord per copy, and under pinguard in audit (guard=0). Then
+# per thread, and takes the difference of the instruction counts (Ir) over the difference in
+# copies (the marginal cost, free of start-up and exit), three ways: the runtime alone, the
+# runtime plus one cudaEventRecord per copy, and under pinguard in audit (guard=0). Then
 #   added_instr_per_copy = pinguard - runtime_record
 # is what pinguard costs beyond the completion event that any completion tracking pays.
 #   bench/instr.sh [--case copy|scale] [--threads T] [--copies N] [--budget B] [--profile DIR]
 #     --case copy   (default) bench_copy: T threads (default 1), each its own stream, 4 KiB
-#                   host->device cudaMemcpyAsync; N defaults to 4096
+#                   host->device cudaMemcpyAsync; N defaults to 8192
 #     --case scale  bench_scale: R regions registered (--regions, default 100,000) and F copies
 #                   held in flight (--inflight, default 10,000), then the timed copies; N
 #                   defaults to 8192 (runs at N and 3N)
@@ -18,10 +18,10 @@
 #                   copy of each pinguard function, and the self instructions per copy of every
 #                   function, audit minus runtime + record
 # Each count leaves out the thread hand-off (the C library's waits and wakes, whose number
-# depends on how the scheduler interleaved the threads; see instr_profile.py), which makes two
-# invocations agree within a few instructions per copy. Both programs run with --gate: each
-# batch waits behind a host function until it is enqueued, so what pinguard does per copy does not
-# depend on how far the stream's worker got. Prints one JSON line. Environment: BENCH_SHIM,
+# depends on how the scheduler interleaved the threads; see instr_profile.py), and both programs
+# run with --gate (each batch waits behind a host function until it is enqueued, so what pinguard
+# does per copy does not depend on how far the stream's worker got): two invocations then agree
+# within about 30 instructions per copy. Prints one JSON line. Environment: BENCH_SHIM,
 # BENCH_STUBPIN, BENCH_BIN (as for smoke.sh; default: the build tree build/), VALGRIND (default
 # valgrind). simcuda runs with SIMCUDA_LATENCY_US=0, so only the calls themselves cost.
 set -euo pipefail
