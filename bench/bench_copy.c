@@ -10,6 +10,7 @@ typedef struct worker {
   int index;
   long copies, bytes, batch;
   int record_event;   /* also cudaEventRecord after each copy: the floor of one event per copy */
+  int gate;           /* hold each batch behind a host function until it is enqueued */
   pthread_barrier_t *start;
   double *batch_ns;   /* per-call ns of each timed batch */
   size_t nbatches;
@@ -18,6 +19,30 @@ typedef struct worker {
 /* Distinct offsets per buffer: each copy starts at a new address, as a transfer engine's copies
  * into a pool do, instead of hitting one slot of the in-flight table over and over. */
 #define SLOTS 64
+
+/* The gate (--gate): a host function at the head of each batch that blocks the stream until the
+ * whole batch is enqueued, so no copy completes while the batch is being enqueued. What the
+ * caller then does per copy no longer depends on how far the stream's worker got, which is what
+ * makes instruction counts repeatable (bench/instr.sh). */
+typedef struct gate {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int open;
+} gate_t;
+
+static void CUDART_CB gate_wait(void *arg) {
+  gate_t *g = arg;
+  pthread_mutex_lock(&g->mu);
+  while (!g->open) pthread_cond_wait(&g->cv, &g->mu);
+  pthread_mutex_unlock(&g->mu);
+}
+
+static void gate_set(gate_t *g, int open) {
+  pthread_mutex_lock(&g->mu);
+  g->open = open;
+  pthread_cond_broadcast(&g->cv);
+  pthread_mutex_unlock(&g->mu);
+}
 
 static void *run_worker(void *arg) {
   worker_t *w = arg;
@@ -37,10 +62,15 @@ static void *run_worker(void *arg) {
                                 (size_t)w->bytes, cudaMemcpyHostToDevice, s));
   BENCH_CHECK(cudaStreamSynchronize(s));
 
+  gate_t gate = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .open = 0};
   pthread_barrier_wait(w->start);
   long done = 0;
   while (done < w->copies) {
     long n = w->copies - done < w->batch ? w->copies - done : w->batch;
+    if (w->gate) {
+      gate_set(&gate, 0);
+      BENCH_CHECK(cudaLaunchHostFunc(s, gate_wait, &gate));
+    }
     uint64_t t0 = bench_now_ns();
     for (long i = 0; i < n; i++) {
       long k = (done + i) % SLOTS;
@@ -50,6 +80,7 @@ static void *run_worker(void *arg) {
     }
     uint64_t t1 = bench_now_ns();
     w->batch_ns[w->nbatches++] = (double)(t1 - t0) / (double)n;
+    if (w->gate) gate_set(&gate, 1);
     /* Bounded queue: the stream drains between batches (not timed per call, but part of the
      * wall time that the throughput figure uses). */
     BENCH_CHECK(cudaStreamSynchronize(s));
@@ -66,12 +97,14 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help")) {
       printf("usage: bench_copy [--threads T] [--copies N] [--bytes S] [--batch B] "
-             "[--record-event]\n"
+             "[--record-event] [--gate]\n"
              "  T threads (default 1), each N (default 100000) host->device cudaMemcpyAsync of\n"
              "  S bytes (default 4096) on its own stream, timed in batches of B (default 1024);\n"
              "  prints one JSON line: median ns per call over batches, and calls per second.\n"
              "  --record-event: also cudaEventRecord after each copy (what one completion\n"
-             "  event per tracked copy costs the runtime; the call figure covers both).\n");
+             "  event per tracked copy costs the runtime; the call figure covers both).\n"
+             "  --gate: hold each batch behind a host function until it is enqueued, so that\n"
+             "  no copy completes meanwhile (repeatable instruction counts).\n");
       return 0;
     }
   }
@@ -79,8 +112,11 @@ int main(int argc, char **argv) {
   long copies = bench_opt(argc, argv, "--copies", 100000);
   long bytes = bench_opt(argc, argv, "--bytes", 4096);
   long batch = bench_opt(argc, argv, "--batch", 1024);
-  int record_event = 0;
-  for (int i = 1; i < argc; i++) record_event |= !strcmp(argv[i], "--record-event");
+  int record_event = 0, gate = 0;
+  for (int i = 1; i < argc; i++) {
+    record_event |= !strcmp(argv[i], "--record-event");
+    gate |= !strcmp(argv[i], "--gate");
+  }
   if (threads < 1 || threads > 64 || copies < 1 || bytes < 1 || batch < 1) {
     fprintf(stderr, "bench_copy: threads 1..64, copies, bytes and batch >= 1\n");
     return 2;
@@ -97,7 +133,7 @@ int main(int argc, char **argv) {
   if (!w || !tid || !all) return 3;
   for (long t = 0; t < threads; t++) {
     w[t] = (worker_t){.index = (int)t, .copies = copies, .bytes = bytes, .batch = batch,
-                      .record_event = record_event, .start = &start,
+                      .record_event = record_event, .gate = gate, .start = &start,
                       .batch_ns = all + per * (size_t)t};
     if (pthread_create(&tid[t], NULL, run_worker, &w[t]) != 0) return 3;
   }

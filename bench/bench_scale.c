@@ -32,9 +32,9 @@ static void CUDART_CB gate_fn(void *arg) {
   pthread_mutex_unlock(&g->mu);
 }
 
-static void gate_open(gate_t *g) {
+static void gate_set(gate_t *g, int open) {
   pthread_mutex_lock(&g->mu);
-  g->open = 1;
+  g->open = open;
   pthread_cond_broadcast(&g->cv);
   pthread_mutex_unlock(&g->mu);
 }
@@ -66,11 +66,15 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help")) {
       printf("usage: bench_scale [--regions R] [--inflight F] [--copies N] [--bytes S] "
-             "[--batch B]\n"
+             "[--batch B] [--record-event] [--gate]\n"
              "  R pinned regions (default 10; %d real, the rest address-only via\n"
              "  libbench_stubpin.so), F device->host copies held in flight (default 10), then N\n"
              "  (default 50000) host->device copies of S bytes (default 4096) timed in batches\n"
-             "  of B (default 1024); prints one JSON line.\n", REAL_REGIONS);
+             "  of B (default 1024); prints one JSON line. --record-event: also cudaEventRecord\n"
+             "  after each timed copy (the runtime's cost of one completion event per copy).\n"
+             "  --gate: hold each timed batch behind a host function until it is enqueued, so\n"
+             "  that none of its copies completes meanwhile (repeatable instruction counts).\n",
+             REAL_REGIONS);
       return 0;
     }
   }
@@ -79,6 +83,11 @@ int main(int argc, char **argv) {
   long copies = bench_opt(argc, argv, "--copies", 50000);
   long bytes = bench_opt(argc, argv, "--bytes", 4096);
   long batch = bench_opt(argc, argv, "--batch", 1024);
+  int record_event = 0, gate_batches = 0;
+  for (int i = 1; i < argc; i++) {
+    record_event |= !strcmp(argv[i], "--record-event");
+    gate_batches |= !strcmp(argv[i], "--gate");
+  }
   if (regions < REAL_REGIONS || copies < 1 || bytes < 1 || batch < 1) {
     fprintf(stderr, "bench_scale: regions >= %d, copies, bytes and batch >= 1\n", REAL_REGIONS);
     return 2;
@@ -97,9 +106,13 @@ int main(int argc, char **argv) {
   register_fillers(regions - REAL_REGIONS);
   char *dev;
   BENCH_CHECK(cudaMalloc((void **)&dev, (size_t)bytes * SLOTS));
+  cudaEvent_t ev[SLOTS];
+  for (int i = 0; i < SLOTS; i++)
+    BENCH_CHECK(cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming));
 
   /* Held copies: queued behind the gate, so none of them can complete before it opens. */
   gate_t gate = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .open = 0};
+  gate_t batch_gate = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
   cudaStream_t held, timed;
   BENCH_CHECK(cudaStreamCreateWithFlags(&held, cudaStreamNonBlocking));
   BENCH_CHECK(cudaStreamCreateWithFlags(&timed, cudaStreamNonBlocking));
@@ -116,15 +129,21 @@ int main(int argc, char **argv) {
     long total = warm ? batch : copies, done = 0;
     while (done < total) {
       long n = total - done < batch ? total - done : batch;
+      if (gate_batches) {
+        gate_set(&batch_gate, 0);
+        BENCH_CHECK(cudaLaunchHostFunc(timed, gate_fn, &batch_gate));
+      }
       uint64_t t0 = bench_now_ns();
       for (long i = 0; i < n; i++) {
         long k = done + i;
         char *src = real[k % REAL_REGIONS] + (held_slots + (k / REAL_REGIONS) % SLOTS) * bytes;
         BENCH_CHECK(cudaMemcpyAsync(dev + (k % SLOTS) * bytes, src, (size_t)bytes,
                                     cudaMemcpyHostToDevice, timed));
+        if (record_event) BENCH_CHECK(cudaEventRecord(ev[k % SLOTS], timed));
       }
       uint64_t t1 = bench_now_ns();
       if (!warm) per_call[done_batches++] = (double)(t1 - t0) / (double)n;
+      if (gate_batches) gate_set(&batch_gate, 1);
       BENCH_CHECK(cudaStreamSynchronize(timed));
       done += n;
     }
@@ -133,7 +152,7 @@ int main(int argc, char **argv) {
   /* What the figure claims: every held copy was still in flight during the timed copies. */
   cudaError_t q = cudaStreamQuery(held);
   int held_ok = inflight == 0 || q == cudaErrorNotReady;
-  gate_open(&gate);
+  gate_set(&gate, 1);
   BENCH_CHECK(cudaStreamSynchronize(held));
   if (!held_ok) {
     fprintf(stderr, "bench_scale: the held copies completed early (cudaStreamQuery: %s)\n",
@@ -145,6 +164,7 @@ int main(int argc, char **argv) {
   printf("{\"bench\":\"scale\",\"regions\":%ld,\"inflight\":%ld,\"bytes\":%ld,\"copies\":%ld,"
          "\"ns_per_call\":%.1f}\n", regions, inflight, bytes, copies, med);
   free(per_call);
+  for (int i = 0; i < SLOTS; i++) BENCH_CHECK(cudaEventDestroy(ev[i]));
   for (int r = 0; r < REAL_REGIONS; r++) BENCH_CHECK(cudaFreeHost(real[r]));
   BENCH_CHECK(cudaFree(dev));
   BENCH_CHECK(cudaStreamDestroy(held));

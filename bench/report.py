@@ -16,7 +16,12 @@ TARGETS = {  # key: (comparison, bound)
     "added_ns_audit": ("<=", 300),
     "threads2_speedup": (">=", 1.6),
     "scale_100k_vs_10": ("<=", 2),
+    "added_instr_per_copy": ("<=", 600),
+    "added_instr_per_copy_8threads": ("<=", 600),
+    "added_instr_per_copy_100k": ("<=", 800),
 }
+INSTR_KEYS = {"added_instr_per_copy": "copy_t1", "added_instr_per_copy_8threads": "copy_t8",
+              "added_instr_per_copy_100k": "scale"}
 
 
 def load(path):
@@ -153,6 +158,25 @@ def main():
               f"| {fmt(ratio(tput[m], tput['syncall']), 2)} |")
     p("")
 
+    # ---- instructions per copy
+    instr = {m: r[0] for m, r in runs.get("instr", {}).items()}
+    if instr:
+        p("### Instructions per 4 KiB cudaMemcpyAsync (callgrind, marginal, thread hand-off "
+          "excluded)")
+        p("")
+        p("| case | runtime | + cudaEventRecord | audit, guard=0 | record | added by pinguard |")
+        p("|---|---|---|---|---|---|")
+        for m, text in (("copy_t1", "1 thread"), ("copy_t8", "8 threads, a stream each"),
+                        ("scale", "regions and copies in flight")):
+            r = instr.get(m)
+            if not r:
+                continue
+            if m == "scale":
+                text = f"{r['regions']:,} regions, {r['inflight']:,} in flight"
+            p(f"| {text} | {fmt(r['runtime'])} | {fmt(r['runtime_record'])} | {fmt(r['audit'])} "
+              f"| {fmt(r['record'])} | {fmt(r['added_instr_per_copy'])} |")
+        p("")
+
     small = eng.get("engine_small", {})
     head = {
         "engine_enforce_vs_none": ratio(small.get("enforce"), small.get("none")),
@@ -162,6 +186,9 @@ def main():
         "threads2_speedup": speedup.get("enforce"),
         "scale_100k_vs_10": ratio(med(field(runs, a.scale_hi, "enforce", "ns_per_call")), lo),
     }
+    for k, m in INSTR_KEYS.items():  # only where instr.sh ran (valgrind, no sanitizer)
+        if m in instr:
+            head[k] = instr[m]["added_instr_per_copy"]
     p(f"### Headline ({a.level} run, {a.seconds} s; scale key: {a.scale_hi} vs {a.scale_lo}, "
       f"enforce)")
     p("")
@@ -170,11 +197,11 @@ def main():
     for k, v in head.items():
         op, bound = TARGETS[k]
         ok = v is not None and (v >= bound if op == ">=" else v <= bound)
-        p(f"| `{k}` | {fmt(v, 0 if k == 'added_ns_audit' else 2)} | {op} {bound} "
+        p(f"| `{k}` | {fmt(v, 0 if k.startswith('added_') else 2)} | {op} {bound} "
           f"| {'yes' if ok else '**no**'} |")
     p("")
     print("\n".join(out))
-    rounded = {k: (round(v, 1) if k == "added_ns_audit" else round(v, 3)) if v is not None
+    rounded = {k: (round(v, 1) if k.startswith("added_") else round(v, 3)) if v is not None
                else None for k, v in head.items()}
     print(json.dumps(rounded, separators=(", ", ": ")))
     return 0

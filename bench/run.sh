@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # bench/run.sh: runs pinguard's overhead benchmarks and prints a markdown table, then, as the
-# last line, one JSON object with the headline ratios (see docs/PERFORMANCE.md).
+# last line, one JSON object with the headline figures (see docs/PERFORMANCE.md). The
+# instruction counts (bench/instr.sh, callgrind) run when valgrind is installed and no sanitizer
+# runtime is preloaded.
 #   bench/run.sh [--quick|--smoke] [BUILD_DIR]
 #     (default)  the full run: at most 10 minutes on 2 cores
 #     --quick    the same table with smaller counts, under a minute
@@ -54,12 +56,17 @@ done
 # ---- sizes per level -----------------------------------------------------------------------
 case $level in
   full)  reps=9; copies=300000; scale_copies=100000; regions=(10 1000 100000)
-         inflight=(10 10000); chunks=64; llama_chunks=8; llama_reps=3; guard_iters=2000 ;;
+         inflight=(10 10000); chunks=64; llama_chunks=8; llama_reps=3; guard_iters=2000
+         instr_copies=(8192 1024 8192) ;;
   quick) reps=5; copies=30000; scale_copies=30000; regions=(10 1000 100000)
-         inflight=(10 10000); chunks=16; llama_chunks=4; llama_reps=1; guard_iters=500 ;;
+         inflight=(10 10000); chunks=16; llama_chunks=4; llama_reps=1; guard_iters=500
+         instr_copies=(4096 1024 2048) ;;
   smoke) reps=1; copies=3000; scale_copies=3000; regions=(10 1000)
-         inflight=(10 100); chunks=4; llama_chunks=0; llama_reps=0; guard_iters=50 ;;
+         inflight=(10 100); chunks=4; llama_chunks=0; llama_reps=0; guard_iters=50
+         instr_copies=(512 64 256) ;;
 esac
+# instr_copies: copies per thread of the short instruction-count run (1 thread, 8 threads, and
+# the scaling geometry); bench/instr.sh also runs twice (three times for scaling) as many.
 scale_hi_regions=${regions[${#regions[@]}-1]}
 scale_hi_inflight=${inflight[${#inflight[@]}-1]}
 
@@ -188,6 +195,19 @@ then
   for ((r = 1; r <= llama_reps; r++)); do
     engine_round engine_llama llama3-8b "$llama_chunks" "$r"
   done
+fi
+
+# ---- 5. instructions per copy (callgrind; deterministic, so one run of each) ----------------
+if command -v "${VALGRIND:-valgrind}" >/dev/null && [ -z "$rt" ]; then
+  progress "instruction counts (callgrind)"
+  instr_env=(BENCH_SHIM="$shim" BENCH_STUBPIN="$stub" BENCH_BIN="$bin")
+  record instr copy_t1 "${instr_env[@]}" -- "$here/instr.sh" --copies "${instr_copies[0]}"
+  record instr copy_t8 "${instr_env[@]}" -- "$here/instr.sh" --threads 8 \
+    --copies "${instr_copies[1]}"
+  record instr scale "${instr_env[@]}" -- "$here/instr.sh" --case scale \
+    --regions "$scale_hi_regions" --inflight "$scale_hi_inflight" --copies "${instr_copies[2]}"
+else
+  progress "instruction counts skipped (no valgrind, or a sanitizer build)"
 fi
 
 t_end=$(date +%s)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/smoke.sh: the CTest smoke runs of the benchmarks (bench.<name>). Each checks that a
 # benchmark works and measures what it claims (counts from pinguard's print_stats), never how
-# fast anything is. Environment: BENCH_SHIM, BENCH_STUBPIN, BENCH_BIN, BENCH_KVXFER, and
-# BENCH_PRELOAD_RT (a sanitizer runtime to preload first, or empty).
+# fast anything is (bench.instr is the exception: instruction counts are deterministic, so it
+# holds a budget). Environment: BENCH_SHIM, BENCH_STUBPIN, BENCH_BIN, BENCH_KVXFER,
+# BENCH_PRELOAD_RT (a sanitizer runtime to preload first, or empty), BENCH_INSTR_BUDGET.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 rt=${BENCH_PRELOAD_RT:-}
@@ -65,26 +66,47 @@ case ${1:-} in
     [ "$(stat regions_pinned "$log")" = 2048 ] || fail "regions_pinned"
     grep -Eq '"stub":true,"ns_per_register_at_1024":[1-9][0-9]*,"ns_per_register_at_2048":[1-9]' \
       "$log" || fail "no result" ;;
-  run) # The whole pipeline: the last line is the JSON object with exactly the six keys.
+  run) # The whole pipeline: the last line is the JSON object with exactly the six keys, and the
+       # three instruction counts where valgrind runs (not under a sanitizer).
     [ -n "${BENCH_KVXFER:-}" ] || { echo "no kvxfer target: skipped"; exit 0; }
     "$here/run.sh" --smoke >"$log" || { cat "$log"; fail "run.sh --smoke"; }
     cat "$log"
+    instr=0
+    if command -v "${VALGRIND:-valgrind}" >/dev/null && [ -z "$rt" ]; then instr=1; fi
     tail -n 1 "$log" | python3 -c '
 import json, sys
 d = json.loads(sys.stdin.read())
 want = {"engine_enforce_vs_none", "engine_guard_vs_none", "engine_enforce_vs_syncall",
         "added_ns_audit", "threads2_speedup", "scale_100k_vs_10"}
+if sys.argv[1] == "1":
+    want |= {"added_instr_per_copy", "added_instr_per_copy_8threads", "added_instr_per_copy_100k"}
 assert set(d) == want, sorted(d)
 assert all(isinstance(v, (int, float)) for v in d.values()), d
-' || fail "last line" ;;
+' "$instr" || fail "last line" ;;
+  instr) # Instructions pinguard adds per tracked copy (callgrind), 1 and 8 threads: at most
+         # BENCH_INSTR_BUDGET (the CMake cache variable PG_INSTR_BUDGET; docs/PERFORMANCE.md).
+    budget=${BENCH_INSTR_BUDGET:?BENCH_INSTR_BUDGET must be set}
+    for t in "1 4096" "8 1024"; do
+      set -- $t
+      "$here/instr.sh" --threads "$1" --copies "$2" --budget "$budget" >"$log" 2>&1 ||
+        { cat "$log"; fail "instr.sh, $1 thread(s), budget $budget"; }
+      cat "$log"
+      # The baselines are real too: the runtime's copy and its event record cost something.
+      python3 -c '
+import json, sys
+d = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+assert d["runtime"] > 500 and d["record"] > 200 and d["added_instr_per_copy"] > 0, d
+' "$log" || fail "implausible counts"
+    done ;;
   scripts) # The scripts parse; shellcheck when it is installed.
-    for f in run.sh smoke.sh gpu.sh; do bash -n "$here/$f" || fail "bash -n $f"; done
+    for f in run.sh smoke.sh gpu.sh instr.sh; do bash -n "$here/$f" || fail "bash -n $f"; done
     if command -v shellcheck >/dev/null; then
-      shellcheck -S warning "$here/run.sh" "$here/smoke.sh" "$here/gpu.sh" || fail shellcheck
+      shellcheck -S warning "$here/run.sh" "$here/smoke.sh" "$here/gpu.sh" "$here/instr.sh" ||
+        fail shellcheck
     fi
     for f in "$here"/report.py "$here"/gpu/*.py; do
       python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$f" || fail "$f"
     done ;;
-  *) fail "usage: smoke.sh copy|scale|guard|register|run|scripts" ;;
+  *) fail "usage: smoke.sh copy|scale|guard|register|run|instr|scripts" ;;
 esac
 echo "ok"

@@ -228,16 +228,29 @@ static sc_graph *sc_graph_get(const void *h, uint32_t magic) {
   return g && g->magic == magic ? (sc_graph *)g : NULL;
 }
 
-SC_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
-                                        unsigned long long flags) {
-  SC_ENTER("cudaGraphInstantiate");
-  (void)flags;
+/* Both instantiation calls take the same flags; none of them changes what a launch replays.
+ * Neither calls the other through its exported name, so an interposer sees each call once. */
+static cudaError_t sc_graph_instantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph) {
   sc_graph *g = sc_graph_get(graph, SC_GRAPH_MAGIC);
   if (!pGraphExec || !g) return sc_ret(cudaErrorInvalidValue);
   sc_graph *e = sc_graph_clone(g, SC_EXEC_MAGIC);
   if (!e) return sc_ret(cudaErrorMemoryAllocation);
   *pGraphExec = (cudaGraphExec_t)e;
   return cudaSuccess;
+}
+
+SC_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                        unsigned long long flags) {
+  SC_ENTER("cudaGraphInstantiate");
+  (void)flags;
+  return sc_graph_instantiate(pGraphExec, graph);
+}
+
+SC_API cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                                 unsigned long long flags) {
+  SC_ENTER("cudaGraphInstantiateWithFlags");
+  (void)flags;
+  return sc_graph_instantiate(pGraphExec, graph);
 }
 
 static cudaError_t sc_graph_launch(cudaGraphExec_t exec, cudaStream_t h, bool ptsz) {

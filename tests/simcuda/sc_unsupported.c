@@ -129,10 +129,6 @@ SC_API cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int fl
 }
 
 /* ---- building graphs node by node (capture is simulated; see sc_capture.c) ----------------- */
-SC_API cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
-                                                 unsigned long long flags) {
-  return cudaGraphInstantiate(pGraphExec, graph, flags);
-}
 SC_API cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                     const cudaGraphNode_t *pDependencies,
                                     const cudaGraphEdgeData *dependencyData,

@@ -77,6 +77,35 @@ Test(capture, recorded_not_executed_then_replayed, .init = low_latency) {
   CK(cudaGraphDestroy(graph));
 }
 
+/* cudaGraphInstantiateWithFlags instantiates like cudaGraphInstantiate: each launch replays. */
+Test(capture, instantiate_with_flags_replays, .init = low_latency) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  unsigned char *h, *d;
+  CK(cudaHostAlloc((void **)&h, 4096, 0));
+  CK(cudaMalloc((void **)&d, 4096));
+  CK(cudaMemset(d, 0x2c, 4096));
+  CK(cudaDeviceSynchronize());
+  memset(h, 0, 4096);
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  CK(cudaMemcpyAsync(h, d, 4096, cudaMemcpyDeviceToHost, s));
+  cudaGraph_t graph;
+  CK(cudaStreamEndCapture(s, &graph));
+  CK(cudaStreamSynchronize(s));
+  cr_assert_eq(h[100], 0, "a captured copy must not run");
+  cudaGraphExec_t exec;
+  CK_ERR(cudaGraphInstantiateWithFlags(NULL, graph, 0), cudaErrorInvalidValue);
+  CK(cudaGraphInstantiateWithFlags(&exec, graph, cudaGraphInstantiateFlagAutoFreeOnLaunch));
+  CK(cudaGraphLaunch(exec, s));
+  CK(cudaStreamSynchronize(s));
+  cr_assert_eq(h[100], 0x2c);
+  CK(cudaGraphExecDestroy(exec));
+  CK(cudaGraphDestroy(graph));
+  CK(cudaFreeHost(h));
+  CK(cudaFree(d));
+  CK(cudaStreamDestroy(s));
+}
+
 Test(capture, synchronize_invalidates, .init = low_latency) {
   cudaStream_t s;
   CK(cudaStreamCreate(&s));

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# bench/instr.sh: the instructions pinguard adds to one tracked copy, counted with callgrind
+# (deterministic, unlike time). For each case it runs the program at two lengths, N and 2N copies
+# per thread, and takes the difference of the instruction counts (Ir) over the difference in
+# copies (the marginal cost, free of start-up and exit), three ways: the runtime alone, the
+# runtime plus one cudaEventRecord per copy, and under pinguard in audit (guard=0). Then
+#   added_instr_per_copy = pinguard - runtime_record
+# is what pinguard costs beyond the completion event that any completion tracking pays.
+#   bench/instr.sh [--case copy|scale] [--threads T] [--copies N] [--budget B] [--profile DIR]
+#     --case copy   (default) bench_copy: T threads (default 1), each its own stream, 4 KiB
+#                   host->device cudaMemcpyAsync; N defaults to 8192
+#     --case scale  bench_scale: R regions registered (--regions, default 100,000) and F copies
+#                   held in flight (--inflight, default 10,000), then the timed copies; N
+#                   defaults to 8192 (runs at N and 3N)
+#     --budget B    exit 1 when added_instr_per_copy is above B (CTest bench.instr)
+#     --profile DIR keep the callgrind files in DIR and write DIR/profile.CASE.tT.md
+#                   (bench/instr_profile.py): the marginal inclusive and self instructions per
+#                   copy of each pinguard function, and the self instructions per copy of every
+#                   function, audit minus runtime + record
+# Each count leaves out the thread hand-off (the C library's waits and wakes, whose number
+# depends on how the scheduler interleaved the threads; see instr_profile.py), and both programs
+# run with --gate (each batch waits behind a host function until it is enqueued, so what pinguard
+# does per copy does not depend on how far the stream's worker got): two invocations then agree
+# within about 30 instructions per copy. Prints one JSON line. Environment: BENCH_SHIM,
+# BENCH_STUBPIN, BENCH_BIN (as for smoke.sh; default: the build tree build/), VALGRIND (default
+# valgrind). simcuda runs with SIMCUDA_LATENCY_US=0, so only the calls themselves cost.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+case=copy threads=1 copies="" budget="" profile="" regions=100000 inflight=10000
+while [ $# -gt 0 ]; do
+  case $1 in
+    --case) case=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --copies) copies=$2; shift 2 ;;
+    --budget) budget=$2; shift 2 ;;
+    --regions) regions=$2; shift 2 ;;
+    --inflight) inflight=$2; shift 2 ;;
+    --profile) profile=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set /p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "instr.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+shim=${BENCH_SHIM:-$root/build/lib/libpinguard.so}
+stub=${BENCH_STUBPIN:-$root/build/bench/libbench_stubpin.so}
+bin=${BENCH_BIN:-$root/build/bench}
+vg=${VALGRIND:-valgrind}
+command -v "$vg" >/dev/null || { echo "instr.sh: $vg not found" >&2; exit 2; }
+for f in "$shim" "$stub" "$bin/bench_copy" "$bin/bench_scale"; do
+  [ -e "$f" ] || { echo "instr.sh: missing $f (build the bench targets first)" >&2; exit 2; }
+done
+
+case $case in
+  copy)  copies=${copies:-8192}; long=$((2 * copies))
+         prog=("$bin/bench_copy" --threads "$threads" --gate); pre=""; per_run=$threads ;;
+  scale) copies=${copies:-8192}; long=$((3 * copies)); threads=1
+         prog=("$bin/bench_scale" --regions "$regions" --inflight "$inflight" --gate)
+         pre=":$stub"; per_run=1 ;;
+  *) echo "instr.sh: --case copy|scale" >&2; exit 2 ;;
+esac
+out=$(mktemp -d "${TMPDIR:-/tmp}/pg-instr.XXXXXX")
+trap 'rm -rf "$out"' EXIT
+[ -z "$profile" ] || mkdir -p "$profile"
+
+# work_ir mode copies: the program's instructions under callgrind (every thread, start to exit),
+# less the thread hand-off (instr_profile.py work says which functions that is).
+work_ir() {
+  local mode=$1 n=$2 preload=${pre#:} opts="" extra=() file=$out/callgrind.$1.$2
+  case $mode in
+    record) extra=(--record-event) ;;
+    audit) preload=$shim$pre; opts=mode=audit:guard=0 ;;
+  esac
+  [ -z "$profile" ] || file=$profile/callgrind.$case.t$threads.$mode.$n
+  if ! env SIMCUDA_LATENCY_US=0 LD_PRELOAD="$preload" PINGUARD_OPTIONS="$opts" \
+      "$vg" --tool=callgrind --callgrind-out-file="$file" "${prog[@]}" --copies "$n" \
+      "${extra[@]}" >"$out/stdout" 2>"$out/stderr"; then
+    echo "instr.sh: $mode run failed (${prog[*]} --copies $n ${extra[*]})" >&2
+    tail -n 20 "$out/stderr" >&2
+    exit 1
+  fi
+  python3 "$here/instr_profile.py" work "$file"
+}
+
+# marginal mode: Ir per copy between the short and the long run.
+marginal() {
+  local a b
+  a=$(work_ir "$1" "$copies")
+  b=$(work_ir "$1" "$long")
+  awk -v a="$a" -v b="$b" -v n=$(((long - copies) * per_run)) 'BEGIN {printf "%.1f", (b - a) / n}'
+}
+runtime=$(marginal none)
+record=$(marginal record)
+audit=$(marginal audit)
+added=$(awk -v a="$audit" -v r="$record" 'BEGIN {printf "%.1f", a - r}')
+geometry=""
+[ "$case" = copy ] || geometry="\"regions\":$regions,\"inflight\":$inflight,"
+printf '{"bench":"instr","case":"%s","threads":%s,%s"copies":[%s,%s],' \
+  "$case" "$threads" "$geometry" "$copies" "$long"
+rec_only=$(awk -v r="$record" -v n="$runtime" 'BEGIN {printf "%.1f", r - n}')
+printf '"runtime":%s,"runtime_record":%s,"audit":%s,"record":%s,"added_instr_per_copy":%s}\n' \
+  "$runtime" "$record" "$audit" "$rec_only" "$added"
+
+if [ -n "$profile" ]; then
+  f=$profile/callgrind.$case.t$threads
+  python3 "$here/instr_profile.py" profile --copies $(((long - copies) * per_run)) \
+    "$f.audit.$copies" "$f.audit.$long" --base "$f.record.$copies" "$f.record.$long" \
+    >"$profile/profile.$case.t$threads.md"
+fi
+if [ -n "$budget" ]; then
+  awk -v a="$added" -v b="$budget" 'BEGIN {exit !(a <= b)}' || {
+    echo "instr.sh: added_instr_per_copy $added is above the budget $budget ($case," \
+      "$threads thread(s))" >&2
+    exit 1
+  }
+fi
