@@ -17,7 +17,7 @@
 #include "pg_procmaps.h"
 #include "pg_report.h"
 
-static pg_decide_cuda_t cuda;
+static pg_devops_t dev; /* the API layer's GPU operations */
 
 /* ---- small helpers ------------------------------------------------------------------------- */
 static uint64_t now_ns(void) {
@@ -34,9 +34,9 @@ static atomic_int active_captures;
 
 static bool stream_capturing(cudaStream_t s) {
   if (atomic_load_explicit(&active_captures, memory_order_acquire) == 0) return false;
-  enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-  if (!cuda.stream_is_capturing || cuda.stream_is_capturing(s, &st) != cudaSuccess) return false;
-  return st != cudaStreamCaptureStatusNone;
+  pg_capture_status_t st = PG_CAPTURE_NONE;
+  if (!dev.capture_status || dev.capture_status(s, &st) != PG_DEV_OK) return false;
+  return st != PG_CAPTURE_NONE;
 }
 
 /* A host wait is unsafe while any capture runs (in global capture mode a sync from any thread
@@ -60,10 +60,9 @@ static bool is_pinned(const void *p, size_t n, bool only_tracked) {
   if (only_tracked) return false;
   uintptr_t page = (uintptr_t)p >> 12;
   if (neg_cached(page)) return false;
-  struct cudaPointerAttributes a;
-  memset(&a, 0, sizeof a);
-  if (!cuda.pointer_get_attributes || cuda.pointer_get_attributes(&a, p) != cudaSuccess ||
-      a.type != cudaMemoryTypeHost) {
+  bool pinned = false;
+  if (!dev.pointer_is_pinned_host || dev.pointer_is_pinned_host(p, &pinned) != PG_DEV_OK ||
+      !pinned) {
     neg_remember(page);
     return false;
   }
@@ -194,9 +193,9 @@ static int settle(pg_report_kind_t kind, const probe_t *q, const char *access_wh
 }
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
-bool pg_decide_start(const pg_decide_cuda_t *c) {
-  cuda = *c;
-  if (pg_tracker_init(&cuda.tracker) != 0) return false;
+bool pg_decide_start(const pg_devops_t *ops) {
+  dev = *ops;
+  if (pg_tracker_init(&dev) != 0) return false;
   pg_stack_set_fast_unwind(pg_policy_options()->fast_unwind);
   if (pg_policy_guard()) {
     void *warm[4];

@@ -36,17 +36,10 @@ typedef struct pg_op {
 } pg_op_t;
 
 /* ---- lifecycle --------------------------------------------------------------------------- */
-/* The real runtime functions the decisions need, filled by the shim (which resolves them). */
-typedef struct pg_decide_cuda {
-  pg_cuda_ops_t tracker;
-  cudaError_t (*stream_is_capturing)(cudaStream_t s, enum cudaStreamCaptureStatus *status);
-  cudaError_t (*stream_wait_event)(cudaStream_t s, cudaEvent_t e, unsigned flags);
-  cudaError_t (*pointer_get_attributes)(struct cudaPointerAttributes *a, const void *p);
-} pg_decide_cuda_t;
-
-/* Called once, lazily, by the first call that would be tracked (never from a constructor).
+/* Called once, lazily, by the first call that would be tracked (never from a constructor), with
+ * the GPU operations of the API layer in use (pg_devops.h; the tracker shares the table).
  * False: pinguard stays inert for the life of the process. */
-bool pg_decide_start(const pg_decide_cuda_t *cuda);
+bool pg_decide_start(const pg_devops_t *ops);
 void pg_decide_atfork_prepare(void);
 void pg_decide_atfork_parent(void);
 void pg_decide_atfork_child(void);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pg_devops_runtime.h"
 #include "pg_intercept.h"
 #include "pg_policy.h"
 #include "pg_shim.h"
@@ -50,23 +51,21 @@ void pg_shim_leave(pg_guard_t g) { inside_pinguard = g.was_inside; }
 static bool start_tracking(void) {
   pg_shim_check_static_runtimes(); /* objects dlopen()ed since start-up */
   if (!pg_resolve_required()) return false;
-  pg_decide_cuda_t cuda = {
-      .tracker =
-          {
-              .event_create_with_flags = PG_REAL(cudaEventCreateWithFlags),
-              .event_record = PG_REAL(cudaEventRecord),
-              .event_query = PG_REAL(cudaEventQuery),
-              .event_synchronize = PG_REAL(cudaEventSynchronize),
-              .event_destroy = PG_REAL(cudaEventDestroy),
-              .stream_get_flags = PG_REAL(cudaStreamGetFlags),
-          },
+  pg_cudart_fns_t rt = {
+      .event_create_with_flags = PG_REAL(cudaEventCreateWithFlags),
+      .event_record = PG_REAL(cudaEventRecord),
+      .event_query = PG_REAL(cudaEventQuery),
+      .event_synchronize = PG_REAL(cudaEventSynchronize),
+      .event_destroy = PG_REAL(cudaEventDestroy),
+      .stream_get_flags = PG_REAL(cudaStreamGetFlags),
       .stream_is_capturing = PG_REAL(cudaStreamIsCapturing),
-      .stream_wait_event = PG_REAL(cudaStreamWaitEvent),
       .pointer_get_attributes = PG_REAL(cudaPointerGetAttributes),
+      .get_device = PG_REAL(cudaGetDevice),
   };
+  pg_devops_t ops = pg_devops_runtime(&rt);
   /* The fault handler goes in before the first page can be protected. */
   if (pg_policy_guard()) pg_signal_install(pg_policy_options()->guard_shared_edges);
-  if (!pg_decide_start(&cuda)) return false;
+  if (!pg_decide_start(&ops)) return false;
   pg_policy_stats_start(pg_region_count, pg_tracker_inflight_count); /* stats_path= only */
   return true;
 }

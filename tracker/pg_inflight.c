@@ -254,7 +254,7 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
     }
     /* Recorded under the stream's lock, so the FIFO's order is the events' order on the
      * stream, which retirement relies on. */
-    if (pg_ops.event_record(ev, stream) != cudaSuccess) {
+    if (pg_ops.event_record(ev, stream) != PG_DEV_OK) {
       pg_stream_give_event(st, ev);
       a->fifo_next = st->free_accs;
       st->free_accs = a;
@@ -380,18 +380,17 @@ size_t pg_access_conflicts(const void *p, size_t n, pg_dir_t dir, cudaStream_t s
   return query(p, n, &c);
 }
 
-cudaError_t pg_access_wait(const pg_access_t *a) {
+bool pg_access_wait(const pg_access_t *a) {
   /* The event may have been recycled since: only for a later access on the same stream (pools
    * are per stream, reused after retirement), so waiting on it still covers *a. */
-  cudaError_t err = pg_ops.event_synchronize(a->event);
-  if (err != cudaSuccess) return err;
+  if (pg_ops.event_synchronize(a->event) != PG_DEV_OK) return false;
   pg_host_learn(a->stream_id, a->seq);
   if (a->stream_id < PG_MAX_STREAMS) {
     pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[a->stream_id],
                                            memory_order_acquire);
     if (st) pg_stream_retire(st, 0);
   }
-  return cudaSuccess;
+  return true;
 }
 
 size_t pg_tracker_inflight_count(void) {

@@ -106,7 +106,10 @@ static pg_stream_t *lookup_or_add(cudaStream_t s, int known_flags, unsigned flag
   bool legacy = (s == 0);
   if (!legacy && !known_flags) {
     flags = 0; /* unknown: blocking, the default, which can only hide conflicts */
-    if (pg_ops.stream_get_flags && pg_ops.stream_get_flags(s, &flags) != cudaSuccess) flags = 0;
+    bool nonblocking = false;
+    if (pg_ops.stream_nonblocking && pg_ops.stream_nonblocking(s, &nonblocking) == PG_DEV_OK &&
+        nonblocking)
+      flags = cudaStreamNonBlocking;
   }
   pthread_rwlock_wrlock(&g_map_lock);
   HASH_FIND(hh, g_map, &s, sizeof(s), st);
@@ -237,7 +240,7 @@ void pg_host_learn(uint32_t id, uint64_t seq) {
 bool pg_acc_complete(const pg_acc_t *a) {
   if (LD(pg_host_clock[a->pub.stream_id]) >= a->pub.seq) return true;
   if (pg_t_in_hostfn) return false; /* no CUDA call inside a host function */
-  if (pg_ops.event_query(a->pub.event) != cudaSuccess) return false;
+  if (pg_ops.event_query(a->pub.event) != PG_DEV_OK) return false;
   pg_host_learn(a->pub.stream_id, a->pub.seq); /* a stream completes in order */
   return true;
 }
@@ -258,7 +261,7 @@ bool pg_stream_take_event(pg_stream_t *st, cudaEvent_t *e) {
     *e = st->pool[--st->npool];
     return true;
   }
-  return pg_ops.event_create_with_flags(e, cudaEventDisableTiming) == cudaSuccess;
+  return pg_ops.event_create(e) == PG_DEV_OK;
 }
 
 void pg_stream_give_event(pg_stream_t *st, cudaEvent_t e) {

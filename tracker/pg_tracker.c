@@ -1,19 +1,19 @@
-/* pg_tracker.c: the tracker's setup (the real CUDA functions, guard-page hooks) and its fork
+/* pg_tracker.c: the tracker's setup (its device-operations table, guard-page hooks) and its fork
  * handlers, which take every lock in the documented order and reset the child's in-flight
  * state. */
 #include <string.h>
 
 #include "pg_tracker_internal.h"
 
-pg_cuda_ops_t pg_ops;
+pg_devops_t pg_ops;
 pg_access_begin_fn pg_hook_begin;
 pg_access_hook_fn pg_hook_retire;
 void *pg_hook_ctx;
 atomic_size_t pg_inflight_total;
 __thread int pg_hash_oom;
 
-int pg_tracker_init(const pg_cuda_ops_t *ops) {
-  if (!ops || !ops->event_create_with_flags || !ops->event_record || !ops->event_query ||
+int pg_tracker_init(const pg_devops_t *ops) {
+  if (!ops || !ops->event_create || !ops->event_record || !ops->event_query ||
       !ops->event_synchronize || !ops->event_destroy)
     return -1;
   pg_ops = *ops;

@@ -9,24 +9,17 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 
+#include "pg_devops.h"
 #include "pg_kinds.h"
 #include "pg_stack.h"
 
 /* ---- setup ----------------------------------------------------------------------------------
- * The real runtime functions the tracker calls. All but stream_get_flags are required. */
-typedef struct pg_cuda_ops {
-  cudaError_t (*event_create_with_flags)(cudaEvent_t *e, unsigned flags);
-  cudaError_t (*event_record)(cudaEvent_t e, cudaStream_t s);
-  cudaError_t (*event_query)(cudaEvent_t e);
-  cudaError_t (*event_synchronize)(cudaEvent_t e);
-  cudaError_t (*event_destroy)(cudaEvent_t e);
-  /* Optional: asked once per stream the first time it is seen; NULL = every stream blocking. */
-  cudaError_t (*stream_get_flags)(cudaStream_t s, unsigned *flags);
-} pg_cuda_ops_t;
+ * The GPU operations the tracker performs come from the table the API layer fills
+ * (pg_devops.h): events, and whether a stream is non-blocking. */
 
 /* Copies *ops; call once, before any other thread uses the tracker. 0, or -1 if a required
- * function is missing. */
-int pg_tracker_init(const pg_cuda_ops_t *ops);
+ * operation (the event ones) is missing. */
+int pg_tracker_init(const pg_devops_t *ops);
 
 /* Guard-page hooks (optional, NULL to clear; set before tracking starts), called outside every
  * tracker lock. on_begin runs when an access piece starts being tracked, before any thread can
@@ -100,8 +93,9 @@ size_t pg_inflight_query(const void *p, size_t n, int writes_only, pg_access_t *
  * streams it would race with (RAW/WAR/WAW; read/read never), i.e. not ordered before it. */
 size_t pg_access_conflicts(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
                            pg_access_t *out, size_t cap);
-/* Blocks until the access *a completed (its event), then retires it. The real call's error. */
-cudaError_t pg_access_wait(const pg_access_t *a);
+/* Blocks until the access *a completed (its event), then retires it. False: the event could not
+ * be waited for. */
+bool pg_access_wait(const pg_access_t *a);
 /* Retires every completed access (polls each stream's oldest pending event). */
 void pg_tracker_retire(void);
 size_t pg_tracker_inflight_count(void);

@@ -30,7 +30,7 @@ typedef struct pg_slot pg_slot_t;
 typedef struct pg_stream pg_stream_t;
 typedef struct pg_region_rec pg_region_rec_t;
 
-extern pg_cuda_ops_t pg_ops;
+extern pg_devops_t pg_ops;
 extern pg_access_begin_fn pg_hook_begin;
 extern pg_access_hook_fn pg_hook_retire;
 extern void *pg_hook_ctx;

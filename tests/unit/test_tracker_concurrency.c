@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "pg_devops_runtime.h"
 #include "pg_tracker.h"
 
 #define WORKERS 3
@@ -128,7 +129,7 @@ static void *shared_region_worker(void *arg) {
     pg_access_conflicts(shared_buf, 4096, PG_DIR_WRITE, s, out, 8);
     if (i % 8 == 0) pg_tracker_retire();
     if (i % 64 == 0 && pg_inflight_query(shared_buf, 1, 0, out, 1) > 0)
-      CHECK(pg_access_wait(&out[0]) == cudaSuccess);
+      CHECK(pg_access_wait(&out[0]));
   }
   return NULL;
 }
@@ -150,7 +151,7 @@ static cudaError_t create_event(cudaEvent_t *e, unsigned flags) {
 }
 
 int main(void) {
-  pg_cuda_ops_t ops = {
+  pg_cudart_fns_t rt = {
       .event_create_with_flags = create_event,
       .event_record = cudaEventRecord,
       .event_query = cudaEventQuery,
@@ -158,6 +159,7 @@ int main(void) {
       .event_destroy = cudaEventDestroy,
       .stream_get_flags = cudaStreamGetFlags,
   };
+  pg_devops_t ops = pg_devops_runtime(&rt);
   if (pg_tracker_init(&ops) != 0) return 2;
   own_regions_with_churn();
   shared_region();

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "pg_devops_runtime.h"
 #include "pg_tracker.h"
 #include "simcuda_kernel.h"
 
@@ -20,8 +21,9 @@ static cudaError_t tt_count_create(cudaEvent_t *e, unsigned flags) {
   return cudaEventCreateWithFlags(e, flags);
 }
 
+/* The tracker on the simulated runtime, through the shim's runtime backend. */
 static inline void tt_init_tracker(void) {
-  pg_cuda_ops_t ops = {
+  pg_cudart_fns_t rt = {
       .event_create_with_flags = tt_count_create,
       .event_record = cudaEventRecord,
       .event_query = cudaEventQuery,
@@ -29,6 +31,7 @@ static inline void tt_init_tracker(void) {
       .event_destroy = cudaEventDestroy,
       .stream_get_flags = cudaStreamGetFlags,
   };
+  pg_devops_t ops = pg_devops_runtime(&rt);
   cr_assert_eq(pg_tracker_init(&ops), 0);
 }
 
