@@ -1,0 +1,258 @@
+/* test_core.c: core/'s decisions, linked directly and driven through a fake device-operations
+ * table (no preload, no runtime). The fake device keeps every recorded event pending until the
+ * test completes its stream, or until core waits for it (a wait completes the stream's work up
+ * to that event, as a device finishing it would), and counts the waits, so each test can say
+ * exactly what core waited for. Covered: conflicts and their report or wait, ordering through
+ * events and host syncs, capture (report, never wait), unpinning, annotations, system calls,
+ * and the guard-page bookkeeping behind a copy. Each Criterion test runs in its own process,
+ * so each starts core afresh. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "pg_decide.h"
+#include "pg_guard.h"
+#include "pg_policy.h"
+#include "test_policy_helpers.h"
+
+/* ---- the fake device ------------------------------------------------------------------------ */
+#define MAX_EVENTS 256
+typedef struct fake_event {
+  cudaStream_t stream; /* recorded on */
+  unsigned seq;        /* the stream's work count when recorded */
+  bool recorded;
+} fake_event_t;
+
+typedef struct fake_stream {
+  unsigned enqueued, done; /* records so far; records completed */
+  bool capturing;
+} fake_stream_t;
+
+static fake_event_t events[MAX_EVENTS];
+static int nevents;
+static fake_stream_t streams[4];
+static int waits, queries;
+
+#define S(i) ((cudaStream_t)(uintptr_t)(0x1000 + (i)))
+static fake_stream_t *fs(cudaStream_t s) {
+  uintptr_t i = (uintptr_t)s - 0x1000;
+  cr_assert_lt(i, 4, "core used a stream the test never made");
+  return &streams[i];
+}
+static fake_event_t *fe(cudaEvent_t e) { return (fake_event_t *)e; }
+
+static pg_dev_result_t ev_create(cudaEvent_t *e) {
+  cr_assert_lt(nevents, MAX_EVENTS);
+  *e = (cudaEvent_t)&events[nevents++];
+  return PG_DEV_OK;
+}
+static pg_dev_result_t ev_record(cudaEvent_t e, cudaStream_t s) {
+  fe(e)->stream = s;
+  fe(e)->seq = ++fs(s)->enqueued;
+  fe(e)->recorded = true;
+  return PG_DEV_OK;
+}
+static bool ev_done(cudaEvent_t e) { return !fe(e)->recorded || fs(fe(e)->stream)->done >= fe(e)->seq; }
+static pg_dev_result_t ev_query(cudaEvent_t e) {
+  queries++;
+  return ev_done(e) ? PG_DEV_OK : PG_DEV_NOT_READY;
+}
+static pg_dev_result_t ev_sync(cudaEvent_t e) {
+  waits++;
+  if (!ev_done(e)) fs(fe(e)->stream)->done = fe(e)->seq;
+  return PG_DEV_OK;
+}
+static pg_dev_result_t ev_destroy(cudaEvent_t e) {
+  (void)e;
+  return PG_DEV_OK;
+}
+static pg_dev_result_t nonblocking(cudaStream_t s, bool *nb) {
+  (void)s;
+  *nb = true;
+  return PG_DEV_OK;
+}
+static pg_dev_result_t capture_status(cudaStream_t s, pg_capture_status_t *st) {
+  *st = fs(s)->capturing ? PG_CAPTURE_ACTIVE : PG_CAPTURE_NONE;
+  return PG_DEV_OK;
+}
+
+/* The device finishes everything queued on stream i so far. */
+static void complete(int i) { streams[i].done = streams[i].enqueued; }
+
+/* ---- setup ---------------------------------------------------------------------------------- */
+static char dir[128], logfile[200], out[65536];
+static unsigned char *buf; /* the pinned buffer: 4 pages, page-aligned */
+#define BUF_BYTES (4 * 4096)
+
+static void start(const char *mode, const char *extra) {
+  char opts[512];
+  tp_tmpdir(dir);
+  snprintf(opts, sizeof opts, "mode=%s:log_path=%s/log:dedup=0:guard=%s", mode, dir,
+           extra ? extra : "0");
+  snprintf(logfile, sizeof logfile, "%s/log.%d", dir, (int)getpid());
+  pg_policy_configure(NULL, opts);
+  pg_devops_t ops = {.event_create = ev_create,
+                     .event_record = ev_record,
+                     .event_query = ev_query,
+                     .event_synchronize = ev_sync,
+                     .event_destroy = ev_destroy,
+                     .stream_nonblocking = nonblocking,
+                     .capture_status = capture_status};
+  cr_assert(pg_decide_start(&ops));
+  buf = mmap(NULL, BUF_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  cr_assert_neq(buf, MAP_FAILED);
+  pg_stack_t st;
+  pg_stack_capture(&st, 0, PG_STACK_MAX);
+  pg_decide_pinned(buf, BUF_BYTES, PG_PIN_HOST_ALLOC, 0, &st);
+}
+
+static const char *log_text(void) {
+  if (tp_read_file(logfile, out, sizeof out) < 0) out[0] = '\0';
+  return out;
+}
+
+/* One asynchronous copy between the pinned buffer at [off, off+n) and the device, on stream i. */
+static void copy(int i, size_t off, size_t n, bool d2h) {
+  pg_op_t op;
+  memset(&op, 0, sizeof op);
+  op.api = "cudaMemcpyAsync";
+  op.what = d2h ? "copy device->host" : "copy host->device";
+  op.stream = S(i);
+  op.nspans = 1;
+  op.spans[0] = (pg_span_t){buf + off, n, d2h ? PG_DIR_WRITE : PG_DIR_READ};
+  pg_stack_capture(&op.stack, 0, PG_STACK_MAX);
+  pg_decide_before_op(&op);
+  pg_decide_after_op(&op);
+}
+
+/* ---- conflicts between device accesses ------------------------------------------------------ */
+Test(core, audit_reports_an_unordered_conflict_and_does_not_wait) {
+  start("audit", NULL);
+  copy(0, 0, 4096, true);
+  copy(1, 0, 4096, false); /* reads what stream 0 is still writing */
+  cr_assert_eq(waits, 0);
+  cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
+}
+
+Test(core, enforce_waits_for_exactly_the_conflicting_access) {
+  start("enforce", NULL);
+  copy(2, 8192, 4096, false); /* another stream, other bytes: no conflict, never waited for */
+  copy(0, 0, 4096, true);
+  copy(1, 0, 4096, false);
+  cr_assert_eq(waits, 1);
+  cr_assert_eq(streams[0].done, 1, "stream 0's copy was waited for");
+  cr_assert_eq(streams[2].done, 0, "stream 2's copy was left alone");
+  cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "enforce still says so: %s", out);
+}
+
+Test(core, two_device_reads_do_not_conflict) {
+  start("audit", NULL);
+  copy(0, 0, 4096, false);
+  copy(1, 0, 4096, false);
+  cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
+}
+
+Test(core, an_event_wait_orders_the_second_access) {
+  start("audit", NULL);
+  copy(0, 0, 4096, true);
+  cudaEvent_t e = (cudaEvent_t)&events[MAX_EVENTS - 1]; /* the application's event */
+  ev_record(e, S(0));
+  pg_decide_event_recorded(e, S(0));
+  pg_decide_stream_waited_event(S(1), e);
+  copy(1, 0, 4096, false);
+  cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
+}
+
+Test(core, a_completed_access_is_no_conflict) {
+  start("enforce", NULL);
+  copy(0, 0, 4096, true);
+  complete(0);
+  copy(1, 0, 4096, false);
+  cr_assert_eq(waits, 0, "completion is learned by a query, not a wait");
+  cr_assert_gt(queries, 0);
+  cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
+}
+
+Test(core, a_host_sync_orders_everything_before_it) {
+  start("audit", NULL);
+  copy(0, 0, 4096, true);
+  pg_decide_sync_prepare(S(0));
+  complete(0); /* the real cudaStreamSynchronize returned */
+  pg_decide_sync_done(true);
+  copy(1, 0, 4096, false);
+  cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
+}
+
+/* ---- capture: never a host wait while a stream captures ------------------------------------ */
+Test(core, enforce_reports_instead_of_waiting_while_a_stream_captures) {
+  start("enforce", NULL);
+  copy(0, 0, 4096, true);
+  streams[2].capturing = true;
+  pg_decide_capture_begun(S(2));
+  copy(1, 0, 4096, false);
+  cr_assert_eq(waits, 0, "a wait during capture would invalidate it");
+  cr_assert_eq(tp_count(log_text(), "ERROR: wait-during-capture"), 1, "%s", out);
+}
+
+/* ---- unpinning, annotations, system calls --------------------------------------------------- */
+Test(core, enforce_waits_before_unpinning) {
+  start("enforce", NULL);
+  copy(0, 0, 4096, true);
+  pg_stack_t st;
+  pg_stack_capture(&st, 0, PG_STACK_MAX);
+  pg_unpin_t saved;
+  pg_decide_unpin_begin(buf, true, &st, &saved);
+  cr_assert(saved.had_region);
+  cr_assert_eq(waits, 1);
+  cr_assert_eq(streams[0].done, 1);
+  pg_decide_unpin_end(&saved, true);
+  cr_assert_eq(tp_count(log_text(), "ERROR: free-during-device-access"), 1, "%s", out);
+}
+
+Test(core, audit_reports_a_release_annotation_on_an_in_flight_buffer) {
+  start("audit", NULL);
+  copy(0, 0, 4096, false);
+  pg_stack_t st;
+  pg_stack_capture(&st, 0, PG_STACK_MAX);
+  cr_assert_gt(pg_decide_annotation(PG_ANN_RELEASE, buf, 4096, &st), 0);
+  cr_assert_eq(pg_decide_annotation(PG_ANN_RELEASE, buf + 4096, 4096, &st), 0,
+               "other bytes are not in flight");
+  cr_assert_eq(tp_count(log_text(), "ERROR: release-during-device-access"), 1, "%s", out);
+}
+
+Test(core, a_system_call_reading_a_buffer_the_device_writes_is_reported) {
+  start("audit", NULL);
+  copy(0, 4096, 4096, true);
+  pg_stack_t st;
+  pg_stack_capture(&st, 0, PG_STACK_MAX);
+  pg_decide_syscall(buf + 4096, 100, false, "write(2)", &st);
+  pg_decide_syscall(buf, 100, false, "write(2)", &st); /* bytes no access touches */
+  cr_assert_eq(tp_count(log_text(), "ERROR: syscall-read-during-device-write"), 1, "%s", out);
+}
+
+/* ---- guard-page bookkeeping ------------------------------------------------------------------ */
+Test(core, a_guarded_copy_protects_its_pages_until_it_retires) {
+  start("audit", "1:guard_min_bytes=4096");
+  copy(0, 4096, 8192, true); /* a device write of pages 1 and 2 */
+  cr_assert_eq(pg_guard_claims((uintptr_t)buf + 4096), PG_GUARD_PROTECTED);
+  cr_assert_eq(pg_guard_claims((uintptr_t)buf + 8192), PG_GUARD_PROTECTED);
+  cr_assert_eq(pg_guard_claims((uintptr_t)buf), PG_GUARD_NOT_OURS, "page 0 is not in the copy");
+  cr_assert(!pg_guard_page_allows((uintptr_t)buf + 4096, false), "a device write denies reads");
+  pg_decide_sync_prepare(S(0)); /* cudaStreamSynchronize: the access completes and retires */
+  complete(0);
+  pg_decide_sync_done(true);
+  cr_assert_eq(pg_guard_claims((uintptr_t)buf + 4096), PG_GUARD_WAS_PROTECTED);
+  cr_assert(pg_guard_page_allows((uintptr_t)buf + 4096, true));
+  buf[4096] = 1; /* open again: this store would fault otherwise */
+}
+
+Test(core, a_device_read_leaves_its_pages_readable) {
+  start("audit", "1:guard_min_bytes=4096");
+  copy(0, 0, 8192, false);
+  cr_assert_eq(pg_guard_claims((uintptr_t)buf), PG_GUARD_PROTECTED);
+  cr_assert(pg_guard_page_allows((uintptr_t)buf, false));
+  cr_assert(!pg_guard_page_allows((uintptr_t)buf, true));
+  cr_assert_eq(buf[0], 0, "reading is allowed");
+}
