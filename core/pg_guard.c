@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "pg_guard.h"
+#include "pg_sink.h"
 #include "pg_stats.h"
 #include "pg_tracker.h"
 
@@ -242,8 +243,7 @@ static bool kind_usable(const pg_region_t *reg, uintptr_t lo, uintptr_t hi) {
       int n = snprintf(line, sizeof line,
                        "pinguard: WARNING: mprotect fails on %s (%s); guard pages are off for it\n",
                        kind_names[k], strerror(errno));
-      ssize_t w = write(STDERR_FILENO, line, (size_t)n);
-      (void)w;
+      pg_write_all(STDERR_FILENO, line, (size_t)n);
     }
     atomic_store_explicit(&kind_state[k], s, memory_order_release);
   }

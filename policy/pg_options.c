@@ -2,11 +2,11 @@
  * The parser walks the caller's string in place (no copy, no malloc), because it runs during
  * process start, possibly before malloc is usable, and must survive any bytes a user types. */
 #include "pg_options.h"
+#include "pg_sink.h"
 
 #include <limits.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/syscall.h>
 
 #include "pg_fmt.h"
 #include "pg_stack.h"
@@ -150,14 +150,8 @@ static bool set_str(pg_optstr_t *d, const char *v, size_t n, const char **expect
 /* ---- warnings ------------------------------------------------------------------------------ */
 static void warn_stderr(void *ctx, const char *line) {
   (void)ctx;
-  /* Raw syscall: the shim interposes write(2) for its syscall checks. */
-  size_t n = strlen(line), off = 0;
-  while (off < n) {
-    long w = syscall(SYS_write, 2, line + off, n - off);
-    if (w <= 0) break;
-    off += (size_t)w;
-  }
-  syscall(SYS_write, 2, "\n", 1);
+  pg_write_all(2, line, strlen(line));
+  pg_write_all(2, "\n", 1);
 }
 
 typedef struct warner {

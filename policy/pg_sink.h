@@ -13,7 +13,8 @@ void pg_sink_write(const char *s, size_t n);
 /* In a fork child: drop the parent's file so the child opens its own <path>.<childpid>. */
 void pg_sink_forget(void);
 void pg_sink_close(void);
-/* Writes n bytes to fd, retrying short writes and EINTR. */
+/* Writes n bytes to fd, retrying short writes and EINTR: pinguard's one way to write output. It
+ * makes the write system call itself, so pinguard's own write(2) interposer never sees it. */
 void pg_write_all(int fd, const char *s, size_t n);
 
 #endif /* PG_SINK_H */

@@ -2,6 +2,7 @@
  * Files are read with open/read into a fixed window and rules are stored in mmap'ed memory (no
  * stdio, no malloc) because they are loaded during startup, possibly before the program's
  * allocator is ready. */
+#include "pg_sink.h"
 #include "pg_suppress.h"
 
 #include <fcntl.h>
@@ -35,8 +36,7 @@ static void supp_warn(pg_warn_fn warn, void *ctx, const char *source, unsigned l
     warn(ctx, buf);
   } else {
     pg_buf_putc(&b, '\n');
-    ssize_t w = write(2, buf, b.len);
-    (void)w;
+    pg_write_all(2, buf, b.len);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "pg_intercept.h"
 #include "pg_policy.h"
 #include "pg_shim.h"
+#include "pg_sink.h"
 
 /* Three-state init (style.md): calls arriving before or during it pass straight through.
  * INIT_DUPLICATE: another copy of libpinguard.so is the process's pinguard; this one stays inert. */
@@ -35,8 +36,7 @@ void pg_shim_warn(const char *fmt, ...) {
   size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
   if (len > sizeof line - 2) len = sizeof line - 2;
   line[len++] = '\n';
-  ssize_t unused = write(STDERR_FILENO, line, len);
-  (void)unused;
+  pg_write_all(STDERR_FILENO, line, len);
 }
 
 pg_guard_t pg_shim_enter(void) {
