@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "pg_decide.h"
+#include "pg_capture.h"
 #include "pg_guard.h"
 #include "pg_policy.h"
 #include "pg_procmaps.h"
@@ -206,20 +207,10 @@ bool pg_decide_start(const pg_devops_t *ops) {
   return true;
 }
 
-/* Capture bookkeeping (rare): captured ops per capturing stream, then per graph and executable. */
-typedef struct op_list {
-  const void *key;         /* capturing stream, graph, or graph exec */
-  size_t n;
-  pg_op_t *ops;
-  struct op_list *next;
-} op_list_t;
-
-static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
-static op_list_t *capturing, *graphs, *execs;
-
-/* Lock order: capture list, then the tracker, then guard stripes, then the report lock. */
+/* Lock order: captures (pg_capture.c), then the tracker, then guard stripes, then the report
+ * lock. */
 void pg_decide_atfork_prepare(void) {
-  pthread_mutex_lock(&capture_lock);
+  pg_capture_atfork_prepare();
   pg_tracker_atfork_prepare();
   pg_guard_atfork_prepare();
   pg_policy_atfork_prepare();
@@ -228,14 +219,14 @@ void pg_decide_atfork_parent(void) {
   pg_policy_atfork_parent();
   pg_guard_atfork_parent();
   pg_tracker_atfork_parent();
-  pthread_mutex_unlock(&capture_lock);
+  pg_capture_atfork_parent();
 }
 void pg_decide_atfork_child(void) {
   pg_policy_atfork_child();
   pg_guard_atfork_child(); /* opens every inherited guarded page: the child has no GPU work */
   pg_tracker_atfork_child();
   atomic_store(&active_captures, 0);
-  pthread_mutex_unlock(&capture_lock);
+  pg_capture_atfork_child();
 }
 
 /* ---- pinning ------------------------------------------------------------------------------- */
@@ -341,45 +332,6 @@ static void begin_accesses(const pg_op_t *op, cudaStream_t stream, const pg_stac
     pg_access_begin(op->spans[i].p, op->spans[i].n, op->spans[i].dir, stream, &origin, st);
 }
 
-static op_list_t *list_find(op_list_t *head, const void *key) {
-  for (; head; head = head->next)
-    if (head->key == key) return head;
-  return NULL;
-}
-
-static void list_append(op_list_t **head, const void *key, const pg_op_t *op) {
-  op_list_t *l = list_find(*head, key);
-  if (!l) {
-    l = calloc(1, sizeof *l);
-    if (!l) return;
-    l->key = key;
-    l->next = *head;
-    *head = l;
-  }
-  pg_op_t *grown = realloc(l->ops, (l->n + 1) * sizeof *grown);
-  if (!grown) return;
-  l->ops = grown;
-  l->ops[l->n++] = *op;
-}
-
-static op_list_t *list_unlink(op_list_t **head, const void *key) {
-  for (op_list_t **pp = head; *pp; pp = &(*pp)->next) {
-    if ((*pp)->key == key) {
-      op_list_t *l = *pp;
-      *pp = l->next;
-      l->next = NULL;
-      return l;
-    }
-  }
-  return NULL;
-}
-
-static void list_free(op_list_t *l) {
-  if (!l) return;
-  free(l->ops);
-  free(l);
-}
-
 void pg_decide_after_op(pg_op_t *op) {
   if (op->nspans == 0) {
     pg_hb_enqueue(op->stream);
@@ -387,9 +339,7 @@ void pg_decide_after_op(pg_op_t *op) {
   }
   if (stream_capturing(op->stream)) {
     /* Recorded into the capture, not run: it becomes in-flight at each cudaGraphLaunch. */
-    pthread_mutex_lock(&capture_lock);
-    list_append(&capturing, op->stream, op);
-    pthread_mutex_unlock(&capture_lock);
+    pg_capture_add(op->stream, op);
     return;
   }
   begin_accesses(op, op->stream, &op->stack);
@@ -405,42 +355,22 @@ void pg_decide_capture_begun(cudaStream_t s) {
 }
 
 void pg_decide_capture_ended(cudaStream_t s, cudaGraph_t graph) {
-  pthread_mutex_lock(&capture_lock);
-  op_list_t *l = list_unlink(&capturing, s);
-  if (l && graph) {
-    l->key = graph;
-    l->next = graphs;
-    graphs = l;
-  } else {
-    list_free(l);
-  }
-  pthread_mutex_unlock(&capture_lock);
+  pg_capture_end(s, graph);
   if (atomic_load(&active_captures) > 0) atomic_fetch_sub(&active_captures, 1);
 }
 
 void pg_decide_graph_instantiated(cudaGraphExec_t exec, cudaGraph_t graph) {
-  pthread_mutex_lock(&capture_lock);
-  op_list_t *g = list_find(graphs, graph);
-  for (size_t i = 0; g && i < g->n; i++) list_append(&execs, exec, &g->ops[i]);
-  pthread_mutex_unlock(&capture_lock);
+  pg_capture_instantiate(exec, graph);
 }
 
 void pg_decide_graph_launched(cudaGraphExec_t exec, cudaStream_t s, const pg_stack_t *st) {
-  pthread_mutex_lock(&capture_lock);
-  op_list_t *e = list_find(execs, exec);
-  size_t n = e ? e->n : 0;
-  pg_op_t *ops = n ? malloc(n * sizeof *ops) : NULL;
-  if (ops) memcpy(ops, e->ops, n * sizeof *ops);
-  pthread_mutex_unlock(&capture_lock);
-  for (size_t i = 0; ops && i < n; i++) begin_accesses(&ops[i], s, st);
+  pg_op_t *ops;
+  size_t n = pg_capture_launch_ops(exec, &ops);
+  for (size_t i = 0; i < n; i++) begin_accesses(&ops[i], s, st);
   free(ops);
 }
 
-void pg_decide_graph_exec_destroyed(cudaGraphExec_t exec) {
-  pthread_mutex_lock(&capture_lock);
-  list_free(list_unlink(&execs, exec));
-  pthread_mutex_unlock(&capture_lock);
-}
+void pg_decide_graph_exec_destroyed(cudaGraphExec_t exec) { pg_capture_exec_destroyed(exec); }
 
 /* ---- ordering ------------------------------------------------------------------------------ */
 void pg_decide_event_recorded(cudaEvent_t e, cudaStream_t s) { pg_hb_event_record(e, s); }

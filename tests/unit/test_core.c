@@ -196,6 +196,32 @@ Test(core, enforce_reports_instead_of_waiting_while_a_stream_captures) {
   cr_assert_eq(tp_count(log_text(), "ERROR: wait-during-capture"), 1, "%s", out);
 }
 
+Test(core, a_captured_copy_is_in_flight_at_each_graph_launch_only) {
+  start("audit", NULL);
+  cudaGraph_t graph = (cudaGraph_t)0x77;
+  cudaGraphExec_t exec = (cudaGraphExec_t)0x78;
+  streams[2].capturing = true;
+  pg_decide_capture_begun(S(2));
+  copy(2, 0, 4096, true); /* recorded into the capture: not run */
+  streams[2].capturing = false;
+  pg_decide_capture_ended(S(2), graph);
+  pg_decide_graph_instantiated(exec, graph);
+  copy(1, 0, 4096, false);
+  cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "nothing ran yet: %s", out);
+  pg_stack_t st;
+  pg_stack_capture(&st, 0, PG_STACK_MAX);
+  pg_decide_graph_launched(exec, S(3), &st); /* the captured copy runs on stream 3 */
+  copy(1, 0, 4096, false);
+  cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
+  pg_decide_graph_exec_destroyed(exec);
+  pg_decide_sync_prepare_device(); /* cudaDeviceSynchronize: everything completes */
+  for (int i = 0; i < 4; i++) complete(i);
+  pg_decide_sync_done(true);
+  pg_decide_graph_launched(exec, S(3), &st); /* destroyed: runs nothing pinguard knows */
+  copy(1, 0, 4096, false);
+  cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
+}
+
 /* ---- unpinning, annotations, system calls --------------------------------------------------- */
 Test(core, enforce_waits_before_unpinning) {
   start("enforce", NULL);
