@@ -15,6 +15,7 @@
 #include "pg_guard.h"
 #include "pg_policy.h"
 #include "pg_procmaps.h"
+#include "pg_pystack.h"
 #include "pg_report.h"
 
 static pg_decide_cuda_t cuda;
@@ -198,6 +199,7 @@ bool pg_decide_start(const pg_decide_cuda_t *c) {
   cuda = *c;
   if (pg_tracker_init(&cuda.tracker) != 0) return false;
   pg_stack_set_fast_unwind(pg_policy_options()->fast_unwind);
+  pg_policy_python_stacks();
   if (pg_policy_guard()) {
     void *warm[4];
     backtrace(warm, 4); /* loads the unwinder now, never in the fault handler */
@@ -474,6 +476,7 @@ __attribute__((no_sanitize_address)) void pg_decide_fault_stack(pg_stack_t *out,
   out->depth = 0;
   out->flags = PG_STACK_EXACT_PC0; /* buf[start] is the faulting instruction, not a return */
   for (int i = start; i < n && out->depth < PG_STACK_MAX; i++) out->pc[out->depth++] = buf[i];
+  pg_pystack_capture(out); /* signal-safe: pg_pystack.h */
 }
 
 /* ---- host functions ------------------------------------------------------------------------ */

@@ -47,6 +47,10 @@ void pg_policy_configure(const char *program_defaults, const char *env);
 const pg_options_t *pg_policy_options(void);
 /* Whether guard pages are on: the guard option, with auto decided by the mode. */
 bool pg_policy_guard(void);
+/* Turns Python frames in stacks on or off (python_stacks, auto decided by the mode) and, once
+ * per process, says on stderr when the process runs a CPython this build cannot read. Not from a
+ * signal handler (it looks the interpreter up with dlsym). */
+void pg_policy_python_stacks(void);
 pg_mode_t pg_policy_mode(void);
 static inline bool pg_policy_enforcing(void) { return pg_policy_mode() == PG_MODE_ENFORCE; }
 

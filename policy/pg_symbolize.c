@@ -299,17 +299,34 @@ static void symbolize_pc(void *pc, bool exact, bool use_addr2line, pg_frame_t *f
   }
 }
 
+/* The interpreter's evaluation loop, by name: _PyEval_EvalFrameDefault (3.9 to 3.13) and the
+ * _PyEval_EvalFrame / PyEval_EvalFrameEx entry points around it. */
+static bool eval_loop_frame(const pg_frame_t *f) {
+  return strncmp(f->function, "_PyEval_EvalFrame", 17) == 0 ||
+         strncmp(f->function, "PyEval_EvalFrame", 16) == 0;
+}
+
 void pg_symbolize_stack(const pg_stack_t *s, unsigned max_depth, bool use_addr2line,
                         pg_symstack_t *out) {
   out->present = s != NULL;
   out->depth = 0;
+  out->py_depth = 0;
   out->tid = s ? s->tid : 0;
   if (!s) return;
+  unsigned py = 0;
+  for (unsigned i = 0; i < s->py_depth && i < PG_PYSTACK_MAX; i++)
+    if (pg_pystack_resolve(s->py_code[i], s->py_offset[i], &out->py[py])) py++;
+  out->py_depth = py;
   unsigned n = s->depth;
   if (n > PG_STACK_MAX) n = PG_STACK_MAX;
   if (n > max_depth) n = max_depth;
-  for (unsigned i = 0; i < n; i++)
+  for (unsigned i = 0; i < n; i++) {
     symbolize_pc(s->pc[i], i == 0 && (s->flags & PG_STACK_EXACT_PC0), use_addr2line, &out->f[i]);
+    if (py && i > 0 && eval_loop_frame(&out->f[i])) {
+      n = i;
+      break;
+    }
+  }
   out->depth = n;
 }
 
