@@ -198,7 +198,10 @@ static int settle(pg_report_kind_t kind, const probe_t *q, const char *access_wh
 bool pg_decide_start(const pg_decide_cuda_t *c) {
   cuda = *c;
   if (pg_tracker_init(&cuda.tracker) != 0) return false;
-  pg_stack_set_fast_unwind(pg_policy_options()->fast_unwind);
+  int fu = pg_policy_options()->fast_unwind;
+  pg_stack_set_fast_unwind(fu == PG_AUTO ? (pg_policy_mode() == PG_MODE_AUDIT ? PG_UNWIND_FP_REDO
+                                                                              : PG_UNWIND_FP)
+                           : fu ? PG_UNWIND_FP : PG_UNWIND_EXACT);
   pg_policy_python_stacks();
   if (pg_policy_guard()) {
     void *warm[4];

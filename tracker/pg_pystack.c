@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -100,41 +101,78 @@ __attribute__((noinline)) static void reader_init(reader_t *r) {
   }
 }
 
+/* The system call itself: not the C library's wrapper, which pinguard interposes (a read from
+ * pinned memory is a violation it checks for), and which would set errno in a signal handler. */
+static long vm_read(pid_t pid, void *dst, const void *src, size_t n) {
+  struct iovec local = {dst, n}, remote = {(void *)src, n};
+#if defined(__x86_64__)
+  long ret;
+  register long r10 __asm__("r10") = (long)&remote;
+  register long r8 __asm__("r8") = 1;
+  register long r9 __asm__("r9") = 0;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "0"((long)SYS_process_vm_readv), "D"((long)pid), "S"(&local), "d"(1L),
+                     "r"(r10), "r"(r8), "r"(r9)
+                   : "rcx", "r11", "memory");
+  return ret;
+#else
+  return syscall(SYS_process_vm_readv, pid, &local, 1, &remote, 1, 0);
+#endif
+}
+
 static bool copy_block(uintptr_t base, void *dst) {
-  struct iovec local = {dst, BLOCK}, remote = {(void *)base, BLOCK};
   pid_t pid = atomic_load_explicit(&g_pid, memory_order_relaxed);
-  return pid > 0 && process_vm_readv(pid, &local, 1, &remote, 1, 0) == BLOCK;
+  return pid > 0 && vm_read(pid, dst, (const void *)base, BLOCK) == BLOCK;
+}
+
+/* The block holding addr, read if need be; NULL when it is not readable. */
+static const unsigned char *block_of(reader_t *r, uintptr_t base) {
+  unsigned last = (r->next + SLOTS - 1) % SLOTS; /* the most recent first: chains are local */
+  if (r->base[last] == base) return r->data[last];
+  for (unsigned i = 0; i < SLOTS; i++)
+    if (r->base[i] == base) return r->data[i];
+  unsigned slot = r->next++ % SLOTS;
+  r->base[slot] = 0;
+  if (!copy_block(base, r->data[slot])) return NULL;
+  r->base[slot] = base;
+  return r->data[slot];
+}
+
+/* A readable copy of the n bytes at addr: a pointer into the reader's block, or into the live
+ * stack, or into buf when the bytes straddle two blocks; NULL when any of them is not
+ * readable. */
+__attribute__((no_sanitize("address", "thread"))) static const unsigned char *
+safe_view(reader_t *r, uintptr_t addr, size_t n, unsigned char *buf) {
+  if (addr + n < addr) return NULL;
+  if (addr >= r->stack_lo && addr + n <= r->stack_hi) {
+    const volatile unsigned char *s = (const volatile unsigned char *)addr;
+    for (size_t i = 0; i < n; i++) buf[i] = s[i];
+    return buf;
+  }
+  uintptr_t base = addr & ~(uintptr_t)(BLOCK - 1);
+  size_t off = addr - base;
+  if (off + n <= BLOCK) {
+    const unsigned char *b = block_of(r, base);
+    return b ? b + off : NULL;
+  }
+  for (size_t done = 0; done < n;) { /* straddles blocks: assembled in buf */
+    base = (addr + done) & ~(uintptr_t)(BLOCK - 1);
+    off = addr + done - base;
+    size_t take = BLOCK - off < n - done ? BLOCK - off : n - done;
+    const unsigned char *b = block_of(r, base);
+    if (!b) return NULL;
+    memcpy(buf + done, b + off, take);
+    done += take;
+  }
+  return buf;
 }
 
 /* Copies n bytes at addr into dst; false when any of it is not readable. */
-__attribute__((no_sanitize("address", "thread"))) static bool safe_read(reader_t *r,
-                                                                        uintptr_t addr,
-                                                                        void *dst, size_t n) {
-  if (addr + n < addr) return false;
-  if (addr >= r->stack_lo && addr + n <= r->stack_hi) {
-    const volatile unsigned char *s = (const volatile unsigned char *)addr;
-    unsigned char *d = dst;
-    for (size_t i = 0; i < n; i++) d[i] = s[i];
-    return true;
-  }
-  unsigned char *d = dst;
-  while (n) {
-    uintptr_t base = addr & ~(uintptr_t)(BLOCK - 1);
-    size_t off = addr - base, take = BLOCK - off < n ? BLOCK - off : n;
-    int slot = -1;
-    for (int i = 0; i < SLOTS; i++)
-      if (r->base[i] == base) slot = i;
-    if (slot < 0) {
-      slot = (int)(r->next++ % SLOTS);
-      r->base[slot] = 0;
-      if (!copy_block(base, r->data[slot])) return false;
-      r->base[slot] = base;
-    }
-    memcpy(d, r->data[slot] + off, take);
-    d += take;
-    addr += take;
-    n -= take;
-  }
+static bool safe_read(reader_t *r, uintptr_t addr, void *dst, size_t n) {
+  const unsigned char *v = safe_view(r, addr, n, dst);
+  if (!v) return false;
+  if (v != dst) memcpy(dst, v, n);
   return true;
 }
 
@@ -165,8 +203,9 @@ static void walk(const layout_t *L, reader_t *r, uintptr_t ts, pg_stack_t *out) 
   unsigned n = out->py_depth;
   /* Bounded: a cycle in a corrupt chain ends here too. */
   for (unsigned steps = 0; steps < 4 * PG_PYSTACK_MAX && n < PG_PYSTACK_MAX; steps++) {
-    unsigned char f[128];
-    if (!plausible(frame) || !safe_read(r, frame, f, L->f_size)) break;
+    unsigned char buf[128];
+    const unsigned char *f = plausible(frame) ? safe_view(r, frame, L->f_size, buf) : NULL;
+    if (!f) break;
     uintptr_t code = field_ptr(f, L->f_code), back = field_ptr(f, L->f_back);
     bool shim = L->f_owner >= 0 && L->owner_cstack >= 0 &&
                 (signed char)f[L->f_owner] == (signed char)L->owner_cstack;
@@ -271,8 +310,7 @@ pg_py_state_t pg_pystack_init(bool enable, unsigned *version) {
   renew_pid();
   /* process_vm_readv may be refused (a seccomp filter): then there is no safe read at all. */
   static unsigned char probe[BLOCK] __attribute__((aligned(BLOCK))), copy[BLOCK];
-  struct iovec local = {copy, BLOCK}, remote = {probe, BLOCK};
-  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != BLOCK) return g_state;
+  if (vm_read(getpid(), copy, probe, BLOCK) != BLOCK) return g_state;
   g_state = PG_PY_READY;
   if (enable) g_layout = L;
   return g_state;

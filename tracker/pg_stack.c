@@ -13,7 +13,7 @@
 
 #include "pg_pystack.h"
 
-static atomic_int g_fast_unwind = 1;
+static atomic_int g_fast_unwind = PG_UNWIND_FP;
 static atomic_uint g_next_thread = 1;
 
 /* The calling thread's stack bounds, learned on its first capture (pthread_getattr_np may
@@ -24,8 +24,9 @@ static __thread uint32_t t_thread_number;
 
 /* Code where a frame-pointer walk may end without having broken: the C library's program and
  * thread entry (and the sanitizer runtimes' thread entry) are built without frame pointers and
- * are the outermost frames of every stack; an interpreter's evaluation loop is where a Python
- * process's native stack turns into Python frames, which pg_pystack.c reads instead. A walk
+ * are the outermost frames of every stack; an interpreter's evaluation loop (and ctypes' call
+ * through libffi into it) is where a Python process's native stack turns into Python frames,
+ * which pg_pystack.c reads instead. A walk
  * that ends anywhere else broke inside the caller's code and is redone by the unwinder.
  * Written once, before the count is published; read without a lock. */
 #define END_RANGES 16
@@ -36,7 +37,7 @@ static atomic_uint n_end_ranges;
 
 static bool end_module(const char *path) {
   static const char *const prefixes[] = {"libc.so", "libc-", "libasan", "libtsan", "libubsan",
-                                         "libpython", "python"};
+                                         "libpython", "python", "libffi", "_ctypes."};
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
   for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
@@ -86,7 +87,7 @@ void pg_stack_set_fast_unwind(int fast) {
    * first report-worthy event. */
   void *warm[2];
   backtrace(warm, 2);
-  atomic_store_explicit(&g_fast_unwind, fast ? 1 : 0, memory_order_relaxed);
+  atomic_store_explicit(&g_fast_unwind, fast, memory_order_relaxed);
 }
 
 uint32_t pg_thread_number(void) {
@@ -179,7 +180,8 @@ __attribute__((noinline)) void pg_stack_capture(pg_stack_t *out, unsigned skip,
   out->py_depth = 0;
   if (max_depth == 0) return;
   if (!t_stack_known) learn_stack_bounds();
-  if (!atomic_load_explicit(&g_fast_unwind, memory_order_relaxed)) {
+  int mode = atomic_load_explicit(&g_fast_unwind, memory_order_relaxed);
+  if (mode == PG_UNWIND_EXACT) {
     out->depth = (uint8_t)unwind(__builtin_return_address(0), out->pc, skip, max_depth);
   } else {
     unsigned n = 0, s = skip;
@@ -191,7 +193,8 @@ __attribute__((noinline)) void pg_stack_capture(pg_stack_t *out, unsigned skip,
     bool broken;
     n = walk_frames(self[0], out->pc, n, max_depth, s, &broken);
     uintptr_t last = n ? (uintptr_t)out->pc[n - 1] : 0;
-    if (broken && (!last || t_dead_end[dead_end_slot(last)] == last || walk_may_end_at(last)))
+    if (broken && (mode != PG_UNWIND_FP_REDO || !last || t_dead_end[dead_end_slot(last)] == last ||
+                   walk_may_end_at(last)))
       broken = false;
     /* The walk broke in a frame without a frame pointer (libffi, a library built with
      * -fomit-frame-pointer): what it has not reached may be the caller's own code, so ask the

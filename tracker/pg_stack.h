@@ -53,9 +53,14 @@ void pg_stack_capture(pg_stack_t *out, unsigned skip, unsigned max_depth);
  * that pc, marked PG_STACK_EXACT_PC0. */
 void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_depth);
 
-/* Chooses the frame-pointer walk (fast, the default) or glibc backtrace() (exact through frames
- * built without frame pointers, slower): the policy option fast_unwind. */
-void pg_stack_set_fast_unwind(int fast);
+/* How stacks are captured (the policy option fast_unwind decides): */
+enum {
+  PG_UNWIND_EXACT = 0,   /* glibc backtrace() every time: exact, a few microseconds */
+  PG_UNWIND_FP = 1,      /* frame pointers only: cheap, stops at a frame built without them */
+  PG_UNWIND_FP_REDO = 2, /* frame pointers, redone by backtrace() where the walk breaks in the
+                          * program's code (not at libc's entry or the Python interpreter's) */
+};
+void pg_stack_set_fast_unwind(int mode);
 
 /* The calling thread's stack bounds, when a capture on this thread has learned them. */
 bool pg_stack_bounds(uintptr_t *lo, uintptr_t *hi);
