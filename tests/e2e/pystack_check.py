@@ -101,7 +101,38 @@ def main():
     need(acc is not None, "no free report names pystack.py:%d in free_early" % at["free"])
     if acc:
         need(frame("launch", qual).search(gpu), "the free's launch stack lacks launch_copy")
+    check_json(python, helper, env, at, qual, need)
     return finish(python, fail, p, err, "%d reports with Python frames" % len(blocks))
+
+
+def check_json(python, helper, env, at, qual, need):
+    """log_format=json carries the same Python frames ("python_stack"), and `pinguard report`
+    (PG_LAUNCHER, when set) names the launching Python line."""
+    import json
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(env)
+        env["PINGUARD_OPTIONS"] += ":log_format=json:log_path=%s/" % d
+        subprocess.run([python, SCRIPT, helper], env=env, capture_output=True, text=True,
+                       timeout=120)
+        logs = [os.path.join(d, f) for f in os.listdir(d)]
+        objs = [json.loads(line) for f in logs for line in open(f) if line.startswith("{")]
+        reports = [o for o in objs if o.get("type") == "report"]
+        need(len(reports) >= 3, "%d JSON reports, want 3" % len(reports))
+        want = {"file": SCRIPT, "line": at["read"], "function": "read_back"}
+        need(any(want in (r["access"].get("python_stack") or []) for r in reports),
+             "no JSON report's access python_stack has %s" % want)
+        launcher = os.environ.get("PG_LAUNCHER")
+        if launcher and logs:
+            out = subprocess.run([launcher, "report", "--json"] + logs, capture_output=True,
+                                 text=True, env={k: v for k, v in os.environ.items()
+                                                 if k != "LD_PRELOAD"}).stdout
+            try:
+                top = json.loads(out)["sites"]
+            except (ValueError, KeyError):
+                top = []
+            need(any("pystack.py:%d in %s" % (at["launch"], qual) in t.get("launched_at", "")
+                     for t in top), "pinguard report does not name the launching line: %s" % out)
 
 
 def finish(python, fail, p, err, what):
