@@ -16,6 +16,7 @@
 #include "pg_guard.h"
 #include "pg_policy.h"
 #include "pg_procmaps.h"
+#include "pg_pystack.h"
 #include "pg_report.h"
 
 static pg_devops_t dev; /* the API layer's GPU operations */
@@ -197,7 +198,11 @@ static int settle(pg_report_kind_t kind, const probe_t *q, const char *access_wh
 bool pg_decide_start(const pg_devops_t *ops) {
   dev = *ops;
   if (pg_tracker_init(&dev) != 0) return false;
-  pg_stack_set_fast_unwind(pg_policy_options()->fast_unwind);
+  int fu = pg_policy_options()->fast_unwind;
+  pg_stack_set_fast_unwind(fu == PG_AUTO ? (pg_policy_mode() == PG_MODE_AUDIT ? PG_UNWIND_FP_REDO
+                                                                              : PG_UNWIND_FP)
+                           : fu ? PG_UNWIND_FP : PG_UNWIND_EXACT);
+  pg_policy_python_stacks();
   if (pg_policy_guard()) {
     void *warm[4];
     backtrace(warm, 4); /* loads the unwinder now, never in the fault handler */
@@ -404,6 +409,7 @@ __attribute__((no_sanitize_address)) void pg_decide_fault_stack(pg_stack_t *out,
   out->depth = 0;
   out->flags = PG_STACK_EXACT_PC0; /* buf[start] is the faulting instruction, not a return */
   for (int i = start; i < n && out->depth < PG_STACK_MAX; i++) out->pc[out->depth++] = buf[i];
+  pg_pystack_capture(out); /* signal-safe: pg_pystack.h */
 }
 
 /* ---- host functions ------------------------------------------------------------------------ */

@@ -59,6 +59,11 @@ bool pg_dedup_is_runtime_pc(const void *pc) {
 
 static void site_of(const pg_stack_t *s, void **out) {
   if (!s) return;
+  if (s->py_depth) { /* the Python frame: code object and instruction */
+    out[0] = (void *)s->py_code[0];
+    out[1] = (void *)(intptr_t)s->py_offset[0];
+    return;
+  }
   for (unsigned i = 0; i < s->depth; i++) {
     if (!pg_dedup_is_runtime_pc(s->pc[i])) {
       out[0] = s->pc[i];

@@ -33,7 +33,8 @@ typedef struct pg_dedup {
   pg_dedup_entry_t slots[PG_DEDUP_SLOTS];
 } pg_dedup_t;
 
-/* A stack's part of the key is its first frame outside the runtime: libc, the loader, pinguard,
+/* A stack's part of the key is its innermost Python frame (code object and instruction) when it
+ * has Python frames. Otherwise it is its first frame outside the runtime: libc, the loader, pinguard,
  * the CUDA runtime, the sanitizer runtimes and the Python interpreter (libpython, or a python
  * executable), so one bug whose innermost frame is memcpy at varying offsets (or the eval loop)
  * is one report. A stack with no such frame keeps its first PG_DEDUP_FRAMES frames. Which

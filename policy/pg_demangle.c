@@ -7,12 +7,14 @@
 
 #include <string.h>
 
-#define SUBS_MAX 96
-#define ARENA_BYTES 8192
-#define OUT_BYTES 2048
+#define SUBS_MAX 192
+#define ARENA_BYTES 16384
+#define OUT_BYTES 4096
+#define NEST_MAX 8 /* local names and &function arguments inside one another */
 
 typedef struct span {
   unsigned short off, len;
+  unsigned short fn; /* a function type: 1 + where its "(params)" start; 0 otherwise */
 } span_t;
 
 typedef struct dm {
@@ -27,7 +29,26 @@ typedef struct dm {
   span_t tparams[SUBS_MAX];
   unsigned ntparams;
   char last[160]; /* the last unqualified source name: a constructor's or destructor's name */
+  /* The function type that ends at out[fn_end], if one does: its "(params)" start at fn_at, so
+   * that a pointer to it is written "ret (*)(params)". fn_ptr_end: the end of such a pointer. */
+  size_t fn_at, fn_end, fn_ptr_end;
+  /* The template arguments of the encodings a nested one interrupts (saved, then restored). */
+  span_t saved_tparams[NEST_MAX][SUBS_MAX];
+  unsigned saved_n[NEST_MAX], depth;
 } dm_t;
+
+/* An encoding inside another (a local name's function, a &function argument) has template
+ * arguments of its own: the outer ones are set aside while it is parsed. */
+static bool push_tparams(dm_t *d) {
+  if (d->depth >= NEST_MAX) return d->err = true, false;
+  memcpy(d->saved_tparams[d->depth], d->tparams, d->ntparams * sizeof *d->tparams);
+  d->saved_n[d->depth++] = d->ntparams;
+  return true;
+}
+static void pop_tparams(dm_t *d) {
+  d->ntparams = d->saved_n[--d->depth];
+  memcpy(d->tparams, d->saved_tparams[d->depth], d->ntparams * sizeof *d->tparams);
+}
 
 static void put(dm_t *d, const char *s, size_t n) {
   if (d->len + n >= sizeof d->out) {
@@ -44,17 +65,31 @@ static bool keep(dm_t *d, span_t *tab, unsigned *n, size_t from) {
   if (*n >= SUBS_MAX || d->arena_len + len > sizeof d->arena) return d->err = true, false;
   memcpy(d->arena + d->arena_len, d->out + from, len);
   tab[*n].off = (unsigned short)d->arena_len;
+  tab[*n].fn = d->fn_end == d->len && d->fn_at >= from ? (unsigned short)(d->fn_at - from + 1) : 0;
   tab[(*n)++].len = (unsigned short)len;
   d->arena_len += len;
   return true;
 }
 static void add_sub(dm_t *d, size_t from) { keep(d, d->subs, &d->nsubs, from); }
 
-static void put_span(dm_t *d, span_t s) { put(d, d->arena + s.off, s.len); }
+static void put_span(dm_t *d, span_t s) {
+  size_t at = d->len;
+  put(d, d->arena + s.off, s.len);
+  if (s.fn) d->fn_at = at + s.fn - 1, d->fn_end = d->len;
+}
 
 static bool digit(char c) { return c >= '0' && c <= '9'; }
 
 static void type(dm_t *d);
+static void template_arg(dm_t *d);
+static void address_of(dm_t *d);
+static const char *encoding_name(dm_t *d, bool *special, bool *templated);
+static bool push_tparams(dm_t *d);
+static void pop_tparams(dm_t *d);
+static const char *encoding(dm_t *d, bool nested);
+static const char *local_name(dm_t *d, bool *special);
+static void function_type(dm_t *d);
+static void encoding_name_only(dm_t *d, size_t at, bool *special);
 
 /* <source-name> ::= <length> <identifier> */
 static void source_name(dm_t *d) {
@@ -105,6 +140,40 @@ static void unqualified_name(dm_t *d, bool *special) {
   if (c == 'L') d->p++, c = *d->p; /* internal linkage */
   if (digit(c)) {
     source_name(d);
+  } else if (c == 'U' && (d->p[1] == 'l' || d->p[1] == 't')) {
+    /* <closure-type-name> ::= Ul <lambda-sig> E [<number>] _ ; <unnamed-type-name> ::= Ut ... */
+    bool lambda = d->p[1] == 'l';
+    d->p += 2;
+    puts_(d, lambda ? "{lambda(" : "{unnamed type#");
+    if (lambda) {
+      if (d->p[0] == 'v' && d->p[1] == 'E') {
+        d->p++;
+      } else {
+        for (bool first = true; !d->err && *d->p && *d->p != 'E'; first = false) {
+          if (!first) puts_(d, ", ");
+          type(d);
+        }
+      }
+      if (*d->p != 'E') return (void)(d->err = true);
+      d->p++;
+      puts_(d, ")#");
+    }
+    unsigned n = 1;
+    if (digit(*d->p)) {
+      n = 0;
+      while (digit(*d->p)) n = n * 10 + (unsigned)(*d->p++ - '0');
+      n += 2;
+    }
+    if (*d->p != '_') return (void)(d->err = true);
+    d->p++;
+    char num[12];
+    int k = 0;
+    char rev[12];
+    do rev[k++] = (char)('0' + n % 10); while ((n /= 10) && k < 11);
+    for (int i = 0; i < k; i++) num[i] = rev[k - 1 - i];
+    put(d, num, (size_t)k);
+    puts_(d, "}");
+    d->last[0] = '\0';
   } else if (c == 'C' && (d->p[1] == '1' || d->p[1] == '2' || d->p[1] == '3') && d->last[0]) {
     d->p += 2;
     puts_(d, d->last);
@@ -144,32 +213,27 @@ static void template_args(dm_t *d, bool top) {
   char saved[sizeof d->last];
   memcpy(saved, d->last, sizeof saved);
   while (!d->err && *d->p && *d->p != 'E') {
+    size_t sep = d->len;
     if (!first) puts_(d, ", ");
     first = false;
     size_t from = d->len;
-    if (*d->p == 'L') { /* a literal: integers and bools */
+    if (*d->p == 'J') { /* an argument pack: its arguments, inline; nothing when empty */
       d->p++;
-      char t = *d->p++;
-      bool neg = *d->p == 'n';
-      if (neg) d->p++;
-      const char *digits = d->p;
-      while (digit(*d->p)) d->p++;
-      if (*d->p != 'E' || d->p == digits) return (void)(d->err = true);
-      if (t == 'b' && d->p - digits == 1) {
-        puts_(d, *digits == '1' ? "true" : "false");
-      } else if (strchr("ijlmsthcaxy", t) && t) {
-        if (neg) puts_(d, "-");
-        put(d, digits, (size_t)(d->p - digits));
-        if (t == 'j') puts_(d, "u");
-        if (t == 'l') puts_(d, "l");
-        if (t == 'm') puts_(d, "ul");
-      } else {
-        return (void)(d->err = true);
+      for (bool f1 = true; !d->err && *d->p && *d->p != 'E'; f1 = false) {
+        if (!f1) puts_(d, ", ");
+        template_arg(d);
       }
-      d->p++; /* E */
-    } else {
-      type(d);
+      if (*d->p != 'E') return (void)(d->err = true);
+      d->p++;
+      if (d->len == from) {
+        d->len = sep;
+        from = sep;
+        first = sep == 0 || d->out[sep - 1] == '<';
+      }
+      if (top) keep(d, d->tparams, &d->ntparams, from);
+      continue;
     }
+    template_arg(d);
     if (top) keep(d, d->tparams, &d->ntparams, from);
   }
   if (*d->p != 'E') return (void)(d->err = true);
@@ -177,6 +241,86 @@ static void template_args(dm_t *d, bool top) {
   if (d->len && d->out[d->len - 1] == '>') puts_(d, " ");
   puts_(d, ">");
   memcpy(d->last, saved, sizeof saved);
+}
+
+/* The operand of &: a function or object's name; a template function's as c++filt writes it,
+ * with its return type and parameters, "(void f<int>(int))". */
+static void address_of(dm_t *d) {
+  if (!push_tparams(d)) return;
+  bool special = false, templated = false;
+  size_t open = d->len;
+  encoding_name(d, &special, &templated);
+  if (templated && !special && *d->p != 'E') {
+    size_t name_end = d->len;
+    type(d); /* the return type, moved in front below */
+    size_t ret_len = d->len - name_end;
+    char ret[256];
+    if (ret_len + 2 > sizeof ret) return (void)(d->err = true);
+    memcpy(ret, d->out + name_end, ret_len);
+    d->len = name_end;
+    puts_(d, "(");
+    if (d->p[0] == 'v' && d->p[1] == 'E') {
+      d->p++;
+    } else {
+      for (bool first = true; !d->err && *d->p && *d->p != 'E'; first = false) {
+        if (!first) puts_(d, ", ");
+        type(d);
+      }
+    }
+    puts_(d, "))");
+    size_t n = ret_len + 2; /* "(" ret " " before the name */
+    if (d->len + n >= sizeof d->out) return (void)(d->err = true);
+    memmove(d->out + open + n, d->out + open, d->len - open);
+    d->out[open] = '(';
+    memcpy(d->out + open + 1, ret, ret_len);
+    d->out[open + 1 + ret_len] = ' ';
+    d->len += n;
+  } else {
+    size_t end = d->len;
+    while (!d->err && *d->p && *d->p != 'E') type(d); /* parameters: parsed, not written */
+    d->len = end;
+  }
+  pop_tparams(d);
+}
+
+/* <template-arg>: a type, a literal, or the address of a function or object. */
+static void template_arg(dm_t *d) {
+  if (d->p[0] == 'X' && d->p[1] == 'a' && d->p[2] == 'd' && d->p[3] == 'L' && d->p[4] == '_' &&
+      d->p[5] == 'Z') { /* X ad L _Z <encoding> E E: the address of a function or object */
+    d->p += 6;
+    puts_(d, "&");
+    address_of(d);
+    if (d->p[0] != 'E' || d->p[1] != 'E') return (void)(d->err = true);
+    d->p += 2;
+  } else if (d->p[0] == 'L' && d->p[1] == '_' && d->p[2] == 'Z') { /* L _Z <encoding> E */
+    d->p += 3;
+    bool special = false;
+    encoding_name_only(d, d->len, &special);
+    if (*d->p != 'E') return (void)(d->err = true);
+    d->p++;
+  } else if (*d->p == 'L') { /* a literal: integers and bools */
+    d->p++;
+    char t = *d->p++;
+    bool neg = *d->p == 'n';
+    if (neg) d->p++;
+    const char *digits = d->p;
+    while (digit(*d->p)) d->p++;
+    if (*d->p != 'E' || d->p == digits) return (void)(d->err = true);
+    if (t == 'b' && d->p - digits == 1) {
+      puts_(d, *digits == '1' ? "true" : "false");
+    } else if (strchr("ijlmsthcaxy", t) && t) {
+      if (neg) puts_(d, "-");
+      put(d, digits, (size_t)(d->p - digits));
+      if (t == 'j') puts_(d, "u");
+      if (t == 'l') puts_(d, "l");
+      if (t == 'm') puts_(d, "ul");
+    } else {
+      return (void)(d->err = true);
+    }
+    d->p++; /* E */
+  } else {
+    type(d);
+  }
 }
 
 /* <substitution> ::= S_ | S <seq-id> _ | Sa | Sb | Ss | Si | So | Sd. True when the S was one
@@ -316,10 +460,27 @@ static void type(dm_t *d) {
       else return (void)(d->err = true);
       d->p += 2;
       return;
+    case 'F':
+      function_type(d);
+      return; /* function_type kept it */
+    case 'Z':
+      local_name(d, &special);
+      break;
     case 'P': case 'R': case 'O':
       d->p++;
       type(d);
-      if (c == 'P') {
+      if (d->fn_ptr_end == d->len && d->len > from) return (void)(d->err = true); /* (**) */
+      if (d->fn_end == d->len && d->fn_at >= from && d->fn_at < d->len) {
+        /* a pointer or reference to a function: void (*)(int) */
+        const char *decl = c == 'P' ? "(*)" : c == 'R' ? "(&)" : "(&&)";
+        size_t n = strlen(decl);
+        if (d->len + n >= sizeof d->out) return (void)(d->err = true);
+        memmove(d->out + d->fn_at + n, d->out + d->fn_at, d->len - d->fn_at);
+        memcpy(d->out + d->fn_at, decl, n);
+        d->len += n;
+        d->fn_end = 0;
+        d->fn_ptr_end = d->len;
+      } else if (c == 'P') {
         puts_(d, "*");
       } else if (d->len && d->out[d->len - 1] == '&') {
         /* reference collapsing: & & and && & are &, & && is &, && && is && */
@@ -376,9 +537,138 @@ static void type(dm_t *d) {
   add_sub(d, from);
 }
 
+/* <function-type> ::= F [Y] <return type> <parameter types> [<ref-qualifier>] E, written
+ * "ret (params)" (type() puts a pointer's "(*)" before the parameters). A candidate. */
+static void function_type(dm_t *d) {
+  size_t from = d->len;
+  d->p++; /* F */
+  if (*d->p == 'Y') d->p++;
+  type(d);
+  puts_(d, " ");
+  size_t params_at = d->len;
+  puts_(d, "(");
+  if (d->p[0] == 'v' && d->p[1] == 'E') {
+    d->p++;
+  } else {
+    for (bool first = true; !d->err && *d->p && *d->p != 'E' &&
+                            !((*d->p == 'R' || *d->p == 'O') && d->p[1] == 'E');
+         first = false) {
+      if (!first) puts_(d, ", ");
+      type(d);
+    }
+  }
+  const char *ref = "";
+  if (*d->p == 'R' || *d->p == 'O') ref = *d->p++ == 'R' ? " &" : " &&";
+  if (*d->p != 'E') return (void)(d->err = true);
+  d->p++;
+  puts_(d, ")");
+  puts_(d, ref);
+  d->fn_at = params_at;
+  d->fn_end = d->len;
+  add_sub(d, from);
+}
+
+/* <name> of an encoding: nested, std::, local or unqualified, with its template arguments.
+ * Returns the member qualifiers; *templated tells whether a return type follows. */
+static const char *encoding_name(dm_t *d, bool *special, bool *templated) {
+  const char *quals = "";
+  *templated = false;
+  if (*d->p == 'N') {
+    quals = nested_name(d, false, special, templated);
+  } else if (*d->p == 'Z') {
+    quals = local_name(d, special);
+  } else {
+    size_t from = d->len;
+    if (*d->p == 'S' && d->p[1] == 't') {
+      d->p += 2;
+      puts_(d, "std::");
+    }
+    unqualified_name(d, special);
+    if (*d->p == 'I') add_sub(d, from), template_args(d, true), *templated = true;
+  }
+  return quals;
+}
+
+/* <encoding> ::= <name> [<return type>] <parameter types>: a function, written with its
+ * parameters and qualifiers; a data name alone. Parameters run to the end, a clone suffix
+ * ('.'), or, `nested` inside a local name, its closing E. */
+static const char *encoding(dm_t *d, bool nested) {
+  bool special = false, templated = false;
+  const char *quals = encoding_name(d, &special, &templated);
+  if (d->err || !*d->p || *d->p == '.' || (nested && *d->p == 'E')) return "";
+  /* A template function's encoding starts with its return type: parsed (it may be referred
+   * back to) and cut, as the frame needs only the name and parameters. */
+  if (templated && !special) {
+    size_t at = d->len;
+    type(d);
+    d->len = at;
+  }
+  puts_(d, "(");
+  if (d->p[0] == 'v' && (d->p[1] == '\0' || d->p[1] == '.' || (nested && d->p[1] == 'E'))) {
+    d->p++;
+  } else {
+    for (bool first = true; !d->err && *d->p && *d->p != '.' && !(nested && *d->p == 'E');
+         first = false) {
+      if (!first) puts_(d, ", ");
+      type(d);
+    }
+  }
+  puts_(d, ")");
+  puts_(d, quals);
+  return "";
+}
+
+/* An encoding inside a template argument (&function): its name only, as c++filt writes it; the
+ * parameter types are parsed for their substitutions and dropped. */
+static void encoding_name_only(dm_t *d, size_t at, bool *special) {
+  if (!push_tparams(d)) return;
+  bool templated = false;
+  encoding_name(d, special, &templated);
+  size_t end = d->len;
+  if (templated && !*special && *d->p != 'E') type(d);
+  while (!d->err && *d->p && *d->p != 'E') type(d);
+  d->len = end;
+  pop_tparams(d);
+  (void)at;
+}
+
+/* <local-name> ::= Z <encoding> E <entity name> [<discriminator>] | Z <encoding> E s [...]:
+ * "function(args)::entity". Returns the entity's member qualifiers. */
+static const char *local_name(dm_t *d, bool *special) {
+  d->p++; /* Z */
+  if (!push_tparams(d)) return "";
+  encoding(d, true);
+  pop_tparams(d);
+  if (*d->p != 'E') return d->err = true, "";
+  d->p++;
+  puts_(d, "::");
+  const char *quals = "";
+  if (*d->p == 's') {
+    d->p++;
+    puts_(d, "string literal");
+  } else {
+    bool templated = false;
+    quals = encoding_name(d, special, &templated);
+  }
+  if (*d->p == '_') { /* <discriminator> ::= _ <digit> | __ <number> _ */
+    d->p++;
+    if (*d->p == '_') {
+      d->p++;
+      while (digit(*d->p)) d->p++;
+      if (*d->p != '_') return d->err = true, "";
+      d->p++;
+    } else if (digit(*d->p)) {
+      d->p++;
+    } else {
+      return d->err = true, "";
+    }
+  }
+  return quals;
+}
+
 bool pg_demangle(const char *mangled, char *out, size_t cap) {
   if (!mangled || strncmp(mangled, "_Z", 2) != 0 || !cap) return false;
-  /* ~12 KiB, off the stack (which may be a small signal stack); callers serialize (pinguard
+  /* ~32 KiB, off the stack (which may be a small signal stack); callers serialize (pinguard
    * symbolizes under its report lock). */
   static dm_t d;
   d.p = mangled + 2;
@@ -386,49 +676,23 @@ bool pg_demangle(const char *mangled, char *out, size_t cap) {
   d.len = d.arena_len = 0;
   d.nsubs = d.ntparams = 0;
   d.last[0] = '\0';
-  bool special = false, templated = false;
-  const char *quals = "";
-  if (*d.p == 'N') {
-    quals = nested_name(&d, false, &special, &templated);
-  } else if (*d.p == 'S' && d.p[1] == 't') {
-    d.p += 2;
-    puts_(&d, "std::");
-    unqualified_name(&d, &special);
-    if (*d.p == 'I') add_sub(&d, 0), template_args(&d, true), templated = true;
-  } else if (*d.p == 'Z') {
-    return false; /* local names */
-  } else {
-    unqualified_name(&d, &special);
-    if (*d.p == 'I') add_sub(&d, 0), template_args(&d, true), templated = true;
-  }
-  if (d.err) return false;
-  if (*d.p && *d.p != '.') {
-    /* A template function's encoding starts with its return type: parsed (it may be referred
-     * back to) and cut, as the frame needs only the name and parameters. */
-    if (templated && !special) {
-      size_t at = d.len;
-      type(&d);
-      d.len = at;
-    }
-    puts_(&d, "(");
-    if (d.p[0] == 'v' && (d.p[1] == '\0' || d.p[1] == '.')) {
-      d.p++;
-    } else {
-      for (bool first = true; !d.err && *d.p && *d.p != '.'; first = false) {
-        if (!first) puts_(&d, ", ");
-        type(&d);
+  d.fn_at = d.fn_end = d.fn_ptr_end = 0;
+  d.depth = 0;
+  encoding(&d, false);
+  /* Clones, each in its own brackets as c++filt writes them: ".isra.0", "._omp_fn.0.cold" is
+   * [clone ._omp_fn.0] [clone .cold]. */
+  while (!d.err && *d.p == '.') {
+    const char *q = d.p + 1;
+    while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '_') q++;
+    while (q[0] == '.' && digit(q[1]))
+      for (q++; digit(*q); q++) {
       }
-    }
-    puts_(&d, ")");
-    puts_(&d, quals);
-  }
-  if (*d.p == '.') { /* a clone: .cold, .isra.0, .constprop.0 */
+    if (q == d.p + 1) break;
     puts_(&d, " [clone ");
-    puts_(&d, d.p);
+    put(&d, d.p, (size_t)(q - d.p));
     puts_(&d, "]");
-    d.p += strlen(d.p);
-  }
-  if (d.err || *d.p || d.len + 1 > cap) return false;
+    d.p = q;
+  }  if (d.err || *d.p || d.len + 1 > cap) return false;
   memcpy(out, d.out, d.len);
   out[d.len] = '\0';
   return true;

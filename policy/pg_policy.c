@@ -12,6 +12,7 @@
 
 #include "pg_dedup.h"
 #include "pg_fmt.h"
+#include "pg_pystack.h"
 #include "pg_report_format.h"
 #include "pg_sink.h"
 #include "pg_statsfile.h"
@@ -143,21 +144,24 @@ static unsigned frames_to_print(const pg_stack_t *s, unsigned depth) {
   return counted < depth ? s->depth : n;
 }
 
+/* stack_depth also bounds the Python frames (all of them are the user's or a library's). */
+static void symbolize_one(const pg_stack_t *s, bool a2l, unsigned depth, pg_symstack_t *out) {
+  pg_symbolize_stack(s, frames_to_print(s, depth), a2l, out);
+  if (out->py_depth > depth) out->py_depth = depth;
+}
+
 static void symbolize_all(const pg_report_t *r, pg_report_view_t *v) {
   bool a2l = opts.symbolize && !(r->flags & PG_REPORT_FROM_SIGNAL);
   unsigned depth = (unsigned)opts.stack_depth;
   memset(v, 0, sizeof *v);
   v->r = r;
   v->pid = (int)getpid();
-  const pg_stack_t *s = r->access_stack;
-  pg_symbolize_stack(s, frames_to_print(s, depth), a2l, &sym_access);
+  symbolize_one(r->access_stack, a2l, depth, &sym_access);
   v->access = &sym_access;
-  s = r->region.size ? r->region.stack : NULL;
-  pg_symbolize_stack(s, frames_to_print(s, depth), a2l, &sym_region);
+  symbolize_one(r->region.size ? r->region.stack : NULL, a2l, depth, &sym_region);
   v->region = &sym_region;
   for (unsigned i = 0; i < PG_REPORT_MAX_GPU; i++) {
-    s = i < r->n_gpu && r->gpu ? r->gpu[i].stack : NULL;
-    pg_symbolize_stack(s, frames_to_print(s, depth), a2l, &sym_gpu[i]);
+    symbolize_one(i < r->n_gpu && r->gpu ? r->gpu[i].stack : NULL, a2l, depth, &sym_gpu[i]);
     v->gpu[i] = &sym_gpu[i];
   }
 }
@@ -189,6 +193,31 @@ bool pg_policy_guard(void) {
   /* Both audit and enforce: catching the CPU side of the contract in unmodified code is what
    * guard pages are for, and their measured cost (docs/GUARD.md) fits the overhead budget. */
   return opts.mode == PG_MODE_AUDIT || opts.mode == PG_MODE_ENFORCE;
+}
+
+void pg_policy_python_stacks(void) {
+  static atomic_bool noted;
+  bool on = opts.python_stacks == PG_AUTO ? opts.mode == PG_MODE_AUDIT : opts.python_stacks != 0;
+  unsigned v = 0;
+  pg_py_state_t st = pg_pystack_init(on, &v);
+  if (st != PG_PY_UNKNOWN || !on || atomic_exchange(&noted, true)) return;
+  char line[256];
+  pg_buf_t b;
+  pg_buf_init(&b, line, sizeof line);
+  pg_buf_puts(&b, "pinguard: WARNING: ");
+  if (v) {
+    pg_buf_puts(&b, "Python ");
+    pg_buf_u64(&b, v >> 8);
+    pg_buf_putc(&b, '.');
+    pg_buf_u64(&b, v & 0xff);
+  } else {
+    pg_buf_puts(&b, "this Python");
+  }
+  pg_buf_puts(&b, pg_pystack_known_version(v)
+                      ? " is a build whose frames pinguard cannot read safely here"
+                      : " is not a version pinguard can read (3.9 to 3.13)");
+  pg_buf_puts(&b, ": stacks show native frames only\n");
+  pg_write_all(2, line, b.len);
 }
 
 pg_verdict_t pg_policy_report(const pg_report_t *r) {

@@ -1,6 +1,7 @@
 /* pg_policy.h: the decision API the shim calls: what mode pinguard is in, whether and how a
  * violation is reported, the exit summary and the exit status. It knows nothing about CUDA or
- * the tracker; core/ decides which accesses conflict and waits for them, then tells policy.
+ * the tracker's regions and in-flight accesses; core/ decides which accesses conflict and waits
+ * for them, then tells policy.
  *
  * Life cycle, as the shim uses it:
  *   pg_policy_init()            once, from the shim's constructor (it reads the environment and
@@ -47,6 +48,10 @@ void pg_policy_configure(const char *program_defaults, const char *env);
 const pg_options_t *pg_policy_options(void);
 /* Whether guard pages are on: the guard option, with auto decided by the mode. */
 bool pg_policy_guard(void);
+/* Turns Python frames in stacks on or off (python_stacks, auto decided by the mode) and, once
+ * per process, says on stderr when the process runs a CPython this build cannot read. Not from a
+ * signal handler (it looks the interpreter up with dlsym). */
+void pg_policy_python_stacks(void);
 pg_mode_t pg_policy_mode(void);
 static inline bool pg_policy_enforcing(void) { return pg_policy_mode() == PG_MODE_ENFORCE; }
 

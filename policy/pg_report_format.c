@@ -42,14 +42,48 @@ static void put_location(pg_buf_t *b, const pg_frame_t *f) {
   }
 }
 
+/* A Python frame in a library (the standard library, an installed package) rather than in the
+ * program's own files. */
+static bool library_pyframe(const pg_pyframe_t *f) {
+  return strstr(f->file, "/site-packages/") || strstr(f->file, "/dist-packages/") ||
+         strstr(f->file, "/lib/python") || f->file[0] == '<';
+}
+
+/* The Python frame a summary names: the innermost one in the program's own files, else the
+ * innermost; NULL without Python frames. */
+const pg_pyframe_t *pg_report_user_pyframe(const pg_symstack_t *s) {
+  if (!s || !s->present || !s->py_depth) return NULL;
+  for (unsigned i = 0; i < s->py_depth; i++)
+    if (!library_pyframe(&s->py[i])) return &s->py[i];
+  return &s->py[0];
+}
+
+static void put_pyframe(pg_buf_t *b, const pg_pyframe_t *f) {
+  pg_buf_puts(b, f->file);
+  if (f->line) {
+    pg_buf_putc(b, ':');
+    pg_buf_u64(b, f->line);
+  }
+  if (f->function[0]) {
+    pg_buf_puts(b, " in ");
+    pg_buf_puts(b, f->function);
+  }
+}
+
 size_t pg_report_summary(const pg_report_view_t *v, char *out, size_t cap) {
   if (cap > PG_SUMMARY_MAX + 1) cap = PG_SUMMARY_MAX + 1;
   pg_buf_t b;
   pg_buf_init(&b, out, cap);
   pg_buf_puts(&b, "SUMMARY: pinguard: ");
   pg_buf_puts(&b, pg_report_kind_name(v->r->kind));
-  const pg_frame_t *f = summary_frame(v);
-  if (f) {
+  const pg_pyframe_t *py = pg_report_user_pyframe(v->access);
+  if (!py && !(v->access && v->access->present && v->access->depth) && v->r->n_gpu)
+    py = pg_report_user_pyframe(v->gpu[0]);
+  const pg_frame_t *f = py ? NULL : summary_frame(v);
+  if (py) {
+    pg_buf_putc(&b, ' ');
+    put_pyframe(&b, py);
+  } else if (f) {
     pg_buf_putc(&b, ' ');
     put_location(&b, f);
     if (f->function[0]) {
@@ -71,7 +105,7 @@ static void put_thread(pg_buf_t *b, uint32_t tid) {
 }
 
 static void put_text_stack(pg_buf_t *b, const pg_symstack_t *s) {
-  if (!s || !s->present || !s->depth) {
+  if (!s || !s->present || (!s->depth && !s->py_depth)) {
     pg_buf_puts(b, "    <no stack recorded>\n");
     return;
   }
@@ -93,6 +127,14 @@ static void put_text_stack(pg_buf_t *b, const pg_symstack_t *s) {
       put_location(b, f);
       pg_buf_putc(b, ')');
     }
+    pg_buf_putc(b, '\n');
+  }
+  /* The Python frames, numbered on: "#7 /app/engine.py:97 in commit_store". */
+  for (unsigned i = 0; i < s->py_depth; i++) {
+    pg_buf_puts(b, "    #");
+    pg_buf_u64(b, s->depth + i);
+    pg_buf_putc(b, ' ');
+    put_pyframe(b, &s->py[i]);
     pg_buf_putc(b, '\n');
   }
 }
@@ -271,6 +313,24 @@ static void json_stack(pg_buf_t *b, const pg_symstack_t *s, bool with_frames) {
   pg_buf_putc(b, ']');
 }
 
+/* The Python frames beside a stack: "python_stack":[{"file","line","function"},...]. */
+static void json_pystack(pg_buf_t *b, const pg_symstack_t *s, bool with_frames) {
+  json_next_key(b, "python_stack");
+  pg_buf_putc(b, '[');
+  for (unsigned i = 0; with_frames && s && s->present && i < s->py_depth; i++) {
+    if (i) pg_buf_putc(b, ',');
+    pg_buf_putc(b, '{');
+    json_key(b, "file");
+    pg_buf_json_str(b, s->py[i].file);
+    json_next_key(b, "line");
+    pg_buf_u64(b, s->py[i].line);
+    json_next_key(b, "function");
+    pg_buf_json_str(b, s->py[i].function);
+    pg_buf_putc(b, '}');
+  }
+  pg_buf_putc(b, ']');
+}
+
 static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
   const pg_report_t *r = v->r;
   pg_buf_putc(b, '{');
@@ -302,6 +362,7 @@ static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
     pg_buf_u64(b, r->region.stack ? r->region.stack->tid : 0);
     json_next_key(b, "stack");
     json_stack(b, v->region, frames);
+    json_pystack(b, v->region, frames);
     pg_buf_putc(b, '}');
   } else {
     pg_buf_puts(b, "null");
@@ -315,6 +376,7 @@ static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
   pg_buf_u64(b, r->access_stack ? r->access_stack->tid : 0);
   json_next_key(b, "stack");
   json_stack(b, v->access, frames);
+  json_pystack(b, v->access, frames);
   pg_buf_putc(b, '}');
 
   json_next_key(b, "gpu");
@@ -342,6 +404,7 @@ static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
     pg_buf_u64(b, g->stack ? g->stack->tid : 0);
     json_next_key(b, "stack");
     json_stack(b, v->gpu[i], frames);
+    json_pystack(b, v->gpu[i], frames);
     pg_buf_putc(b, '}');
   }
   pg_buf_putc(b, ']');

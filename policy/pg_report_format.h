@@ -27,6 +27,10 @@ typedef struct pg_report_view {
  * CUDA runtime (the program's own call site), else the first one. */
 size_t pg_report_summary(const pg_report_view_t *v, char *out, size_t cap);
 
+/* The Python frame that stands for a stack: its innermost frame in the program's own files (not
+ * the standard library's or an installed package's), else its innermost; NULL without any. */
+const pg_pyframe_t *pg_report_user_pyframe(const pg_symstack_t *s);
+
 /* The multi-line text report, newline-terminated. A report that does not fit ends with a
  * "[report truncated]" line. */
 void pg_report_format_text(pg_buf_t *b, const pg_report_view_t *v);

@@ -238,6 +238,13 @@ static bool frame_matches(const char *pat, const pg_frame_t *f) {
   return false;
 }
 
+static bool pyframe_matches(const char *pat, const pg_pyframe_t *f) {
+  if (f->function[0] && pg_supp_pattern_match(pat, f->function)) return true;
+  if (!f->file[0]) return false;
+  const char *base = strrchr(f->file, '/');
+  return pg_supp_pattern_match(pat, f->file) || (base && pg_supp_pattern_match(pat, base + 1));
+}
+
 int pg_supp_match(const pg_suppressions_t *s, int kind, const pg_symstack_t *const *stacks,
                   size_t nstacks) {
   for (unsigned r = 0; r < s->n; r++) {
@@ -248,6 +255,8 @@ int pg_supp_match(const pg_suppressions_t *s, int kind, const pg_symstack_t *con
       if (!st || !st->present) continue;
       for (unsigned f = 0; f < st->depth; f++)
         if (frame_matches(rule->pattern, &st->f[f])) return (int)r;
+      for (unsigned f = 0; f < st->py_depth; f++) /* Python frames: function, file */
+        if (pyframe_matches(rule->pattern, &st->py[f])) return (int)r;
     }
   }
   return -1;

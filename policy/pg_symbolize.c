@@ -274,42 +274,60 @@ static void symbolize_pc(void *pc, bool exact, bool use_addr2line, pg_frame_t *f
   if (!dladdr(at, &di) || !di.dli_fbase) return;
   copy_str(f->module, sizeof f->module, di.dli_fname);
   f->module_offset = (uintptr_t)pc - (uintptr_t)di.dli_fbase;
-  if (di.dli_sname) copy_str(f->function, sizeof f->function, di.dli_sname);
   /* Non-PIE executables are linked at their run-time address; everything else is asked by
    * module offset. */
   const ElfW(Ehdr) *eh = di.dli_fbase;
   uintptr_t addr = eh->e_type == ET_EXEC ? (uintptr_t)at : (uintptr_t)at - (uintptr_t)di.dli_fbase;
   char path[256];
   helper_path(&di, path, sizeof path);
-  if (use_addr2line && find_addr2line()) ask_addr2line(path, addr, f);
-  /* A static function has no dynamic symbol; its own symbol table still names it. */
-  if (!f->function[0]) symtab_function(path, addr, f->function, sizeof f->function);
-  /* dladdr and the symbol table give C++ names mangled (addr2line -C does not). */
-  if (f->function[0] == '_' && f->function[1] == 'Z') {
-    static char plain[2048]; /* under the report lock */
-    if (pg_demangle(f->function, plain, sizeof plain)) {
-      size_t n = strlen(plain);
-      if (n >= sizeof f->function) { /* cut visibly rather than fall back to the mangled name */
-        n = sizeof f->function - 4;
-        memcpy(plain + n, "...", 4);
-      }
-      memcpy(f->function, plain, n < sizeof f->function ? n + 1 : sizeof f->function);
-      f->function[sizeof f->function - 1] = '\0';
-    }
+  if (use_addr2line && find_addr2line()) ask_addr2line(path, addr, f); /* -C: demangled */
+  if (f->function[0]) return;
+  /* dladdr, else the module's own symbol table (a static function has no dynamic symbol), in
+   * full: a C++ name is demangled from all of it, then cut to fit. Static: under the report
+   * lock. */
+  static char raw[4096], plain[4096];
+  raw[0] = '\0';
+  if (di.dli_sname) copy_str(raw, sizeof raw, di.dli_sname);
+  else symtab_function(path, addr, raw, sizeof raw);
+  const char *name = raw;
+  if (raw[0] == '_' && raw[1] == 'Z' && pg_demangle(raw, plain, sizeof plain)) name = plain;
+  size_t n = strlen(name);
+  if (n >= sizeof f->function) { /* cut visibly */
+    memcpy(f->function, name, sizeof f->function - 4);
+    memcpy(f->function + sizeof f->function - 4, "...", 4);
+  } else {
+    memcpy(f->function, name, n + 1);
   }
+}
+
+/* The interpreter's evaluation loop, by name: _PyEval_EvalFrameDefault (3.9 to 3.13) and the
+ * _PyEval_EvalFrame / PyEval_EvalFrameEx entry points around it. */
+static bool eval_loop_frame(const pg_frame_t *f) {
+  return strncmp(f->function, "_PyEval_EvalFrame", 17) == 0 ||
+         strncmp(f->function, "PyEval_EvalFrame", 16) == 0;
 }
 
 void pg_symbolize_stack(const pg_stack_t *s, unsigned max_depth, bool use_addr2line,
                         pg_symstack_t *out) {
   out->present = s != NULL;
   out->depth = 0;
+  out->py_depth = 0;
   out->tid = s ? s->tid : 0;
   if (!s) return;
+  unsigned py = 0;
+  for (unsigned i = 0; i < s->py_depth && i < PG_PYSTACK_MAX; i++)
+    if (pg_pystack_resolve(s->py_code[i], s->py_offset[i], &out->py[py])) py++;
+  out->py_depth = py;
   unsigned n = s->depth;
   if (n > PG_STACK_MAX) n = PG_STACK_MAX;
   if (n > max_depth) n = max_depth;
-  for (unsigned i = 0; i < n; i++)
+  for (unsigned i = 0; i < n; i++) {
     symbolize_pc(s->pc[i], i == 0 && (s->flags & PG_STACK_EXACT_PC0), use_addr2line, &out->f[i]);
+    if (py && i > 0 && eval_loop_frame(&out->f[i])) {
+      n = i;
+      break;
+    }
+  }
   out->depth = n;
 }
 

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "pg_pystack.h"
 #include "pg_stack.h"
 
 typedef struct pg_frame {
@@ -23,10 +24,14 @@ typedef struct pg_symstack {
   uint32_t tid;
   bool present;             /* false when the report had no stack for this slot */
   pg_frame_t f[PG_STACK_MAX];
+  unsigned py_depth;        /* Python frames, innermost first, printed after the native ones */
+  pg_pyframe_t py[PG_PYSTACK_MAX];
 } pg_symstack_t;
 
-/* Symbolizes up to max_depth frames of s into out (s may be NULL: out->present = false).
- * use_addr2line=false means dladdr only: no fork, no malloc (signal handlers). */
+/* Symbolizes up to max_depth frames of s into out (s may be NULL: out->present = false), and
+ * all of its Python frames. When there are Python frames, the native frames stop
+ * before the first one in the interpreter's evaluation loop: the Python frames say what ran
+ * there. use_addr2line=false means dladdr only: no fork, no malloc (signal handlers). */
 void pg_symbolize_stack(const pg_stack_t *s, unsigned max_depth, bool use_addr2line,
                         pg_symstack_t *out);
 

@@ -188,7 +188,7 @@ static cudaError_t batch_common(enum pg_hook_id id, const char *api, bool ptsz,
   pg_op_t op;
   for (size_t gi = 0; gi < ngroups; gi++) {
     op_init(&op, api, "batch copy", s, ptsz);
-    op.stack = *st;
+    pg_stack_copy(&op.stack, st);
     for (size_t i = gi * PG_BATCH_GROUP; i < count && i < (gi + 1) * PG_BATCH_GROUP; i++)
       add_copy_spans(&op, dsts[i], srcs[i], sizes[i], cudaMemcpyDefault);
     pg_decide_before_op(&op);
@@ -198,7 +198,7 @@ static cudaError_t batch_common(enum pg_hook_id id, const char *api, bool ptsz,
   if (err == cudaSuccess) {
     for (size_t gi = 0; gi < ngroups; gi++) {
       op_init(&op, api, "batch copy", s, ptsz);
-      op.stack = *st;
+      pg_stack_copy(&op.stack, st);
       for (size_t i = gi * PG_BATCH_GROUP; i < count && i < (gi + 1) * PG_BATCH_GROUP; i++)
         add_copy_spans(&op, dsts[i], srcs[i], sizes[i], cudaMemcpyDefault);
       pg_decide_after_op(&op);

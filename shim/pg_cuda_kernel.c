@@ -112,7 +112,7 @@ static cudaError_t launch_tracked(const char *api, bool ptsz, const void *func, 
   op.stream = pg_stream_of(s, ptsz);
   op.only_tracked = true;
   op.nspans = 0;
-  op.stack = *st;
+  pg_stack_copy(&op.stack, st);
   const func_info_t *fi = func ? func_info(func) : NULL; /* NULL: a handle we never saw made */
   if (fi) op.what = fi->name;
   if (fi && fi->nparams > 0)

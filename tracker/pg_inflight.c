@@ -274,7 +274,7 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
         .region_base = h->base, .region_size = h->end - h->base,
     };
     if (origin) a->pub.origin = *origin;
-    if (stack) a->pub.stack = *stack;
+    if (stack) pg_stack_copy(&a->pub.stack, stack);
     else a->pub.stack.depth = 0;
     a->blocking = LD(st->blocking);
     atomic_init(&a->inserted, false);

@@ -190,7 +190,7 @@ int pg_region_add(const void *base, size_t size, pg_pin_how_t how, unsigned flag
     return -1;
   }
   pthread_mutex_lock(&r->mu);
-  if (alloc_stack) r->stack = *alloc_stack;
+  if (alloc_stack) pg_stack_copy(&r->stack, alloc_stack);
   else memset(&r->stack, 0, sizeof(r->stack));
   pthread_mutex_unlock(&r->mu);
   r->key_base = b;

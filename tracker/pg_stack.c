@@ -1,14 +1,19 @@
-/* pg_stack.c: cheap call-stack capture (frame-pointer walk bounded by the thread's stack) and
- * the slower exact mode through glibc's backtrace(), chosen by pg_stack_set_fast_unwind().
+/* pg_stack.c: cheap call-stack capture (frame-pointer walk bounded by the thread's stack, with
+ * glibc's backtrace() where the walk breaks) and the slower exact mode that always uses
+ * backtrace(), chosen by pg_stack_set_fast_unwind(); the Python frames come from pg_pystack.c.
  * Also owns pinguard's small per-thread numbers (T1, T2, ...). */
 #include "pg_stack.h"
 
+#include <errno.h>
 #include <execinfo.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 
-static atomic_int g_fast_unwind = 1;
+#include "pg_pystack.h"
+
+static atomic_int g_fast_unwind = PG_UNWIND_FP;
 static atomic_uint g_next_thread = 1;
 
 /* The calling thread's stack bounds, learned on its first capture (pthread_getattr_np may
@@ -17,12 +22,72 @@ static __thread uintptr_t t_stack_lo, t_stack_hi;
 static __thread int t_stack_known;
 static __thread uint32_t t_thread_number;
 
-void pg_stack_set_fast_unwind(int fast) {
-  if (!fast) {
-    void *warm[2];
-    backtrace(warm, 2); /* loads libgcc_s now, not on the first report-worthy event */
+/* Code where a frame-pointer walk may end without having broken: the C library's program and
+ * thread entry (and the sanitizer runtimes' thread entry) are built without frame pointers and
+ * are the outermost frames of every stack; an interpreter's evaluation loop (and ctypes' call
+ * through libffi into it) is where a Python process's native stack turns into Python frames,
+ * which pg_pystack.c reads instead. A walk
+ * that ends anywhere else broke inside the caller's code and is redone by the unwinder.
+ * Written once, before the count is published; read without a lock. */
+#define END_RANGES 16
+static struct {
+  uintptr_t lo, hi;
+} end_ranges[END_RANGES];
+static atomic_uint n_end_ranges;
+
+static bool end_module(const char *path) {
+  static const char *const prefixes[] = {"libc.so", "libc-", "libasan", "libtsan", "libubsan",
+                                         "libpython", "python", "libffi", "_ctypes."};
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0) return true;
+  return false;
+}
+
+static int add_end_module(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  unsigned *n = data;
+  const char *name = info->dlpi_name;
+  if (!name || !name[0]) name = program_invocation_name; /* the main program */
+  if (!name || !end_module(name)) return 0;
+  for (unsigned i = 0; i < info->dlpi_phnum && *n < END_RANGES; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+    end_ranges[*n].lo = info->dlpi_addr + ph->p_vaddr;
+    end_ranges[*n].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+    (*n)++;
   }
-  atomic_store_explicit(&g_fast_unwind, fast ? 1 : 0, memory_order_relaxed);
+  return 0;
+}
+
+static bool walk_may_end_at(uintptr_t ret) {
+  unsigned n = atomic_load_explicit(&n_end_ranges, memory_order_acquire);
+  for (unsigned i = 0; i < n; i++)
+    if (ret - 1 >= end_ranges[i].lo && ret - 1 < end_ranges[i].hi) return true;
+  return false;
+}
+
+/* Break points (the last return address a walk reached) from which the unwinder found nothing
+ * but end frames (a thread's entry in libc, for a thread function built without frame
+ * pointers): the walk is then taken as complete there, and this thread stops paying for the
+ * unwinder at that site. Direct-mapped, per thread: no lock. */
+#define DEAD_ENDS 64
+static __thread uintptr_t t_dead_end[DEAD_ENDS];
+
+static unsigned dead_end_slot(uintptr_t ret) { return (unsigned)((ret >> 4) ^ (ret >> 12)) % DEAD_ENDS; }
+
+void pg_stack_set_fast_unwind(int fast) {
+  if (!atomic_load(&n_end_ranges)) {
+    unsigned n = 0;
+    dl_iterate_phdr(add_end_module, &n);
+    atomic_store_explicit(&n_end_ranges, n, memory_order_release);
+  }
+  /* Both modes may unwind (the fast one where its walk breaks): load libgcc_s now, not on the
+   * first report-worthy event. */
+  void *warm[2];
+  backtrace(warm, 2);
+  atomic_store_explicit(&g_fast_unwind, fast, memory_order_relaxed);
 }
 
 uint32_t pg_thread_number(void) {
@@ -45,10 +110,22 @@ static void learn_stack_bounds(void) {
   pthread_attr_destroy(&attr);
 }
 
+bool pg_stack_bounds(uintptr_t *lo, uintptr_t *hi) {
+  if (t_stack_known != 1) return false;
+  *lo = t_stack_lo;
+  *hi = t_stack_hi;
+  return true;
+}
+
 /* Walks saved frame pointers from fp. Each step must move up the stack, stay inside it and stay
- * aligned; a frame compiled without a frame pointer fails one of these and ends the walk. */
-static unsigned walk_frames(uintptr_t fp, void **pc, unsigned n, unsigned max, unsigned skip) {
-  if (t_stack_known != 1) return n;
+ * aligned; a frame compiled without a frame pointer fails one of these and ends the walk.
+ * *broken (if given) tells such an end from the outermost frame's (a saved frame pointer of 0,
+ * as the C library's thread and program entry leave it) and from a full buffer. */
+static inline __attribute__((always_inline)) unsigned walk_frames(uintptr_t fp, void **pc,
+                                                                 unsigned n, unsigned max,
+                                                                 unsigned skip, bool *broken) {
+  bool bad = true;
+  if (t_stack_known != 1) goto out;
   while (n < max) {
     if (fp & (sizeof(void *) - 1)) break;
     if (fp < t_stack_lo || fp + 2 * sizeof(void *) > t_stack_hi) break;
@@ -59,9 +136,37 @@ static unsigned walk_frames(uintptr_t fp, void **pc, unsigned n, unsigned max, u
     if (ret < 4096 || (ret >= t_stack_lo && ret < t_stack_hi)) break;
     if (skip) skip--;
     else pc[n++] = (void *)ret;
+    if (next == 0) {
+      bad = false;
+      break;
+    }
     if (next <= fp) break;
     fp = next;
   }
+  if (n == max) bad = false;
+out:
+  if (broken) *broken = bad;
+  return n;
+}
+
+/* The unwinder (glibc's backtrace(), libgcc's DWARF unwinder underneath): exact through frames
+ * built without frame pointers. Not for signal handlers (pg_decide_fault_stack argues its own
+ * case). `ret` is our caller's return address: where the caller's frames begin. */
+static unsigned unwind(void *ret, void **pc, unsigned skip, unsigned max_depth) {
+  void *buf[PG_STACK_MAX + 64];
+  unsigned want = max_depth + skip + 4;
+  if (want > sizeof(buf) / sizeof(buf[0])) want = sizeof(buf) / sizeof(buf[0]);
+  int got = backtrace(buf, (int)want);
+  /* Usually buf[1], but an interceptor of backtrace() (the sanitizers have one) adds frames
+   * before it. */
+  int first = 1;
+  for (int i = 0; i < got; i++)
+    if (buf[i] == ret) {
+      first = i;
+      break;
+    }
+  unsigned n = 0;
+  for (int i = first + (int)skip; i < got && n < max_depth; i++) pc[n++] = buf[i];
   return n;
 }
 
@@ -72,34 +177,42 @@ __attribute__((noinline)) void pg_stack_capture(pg_stack_t *out, unsigned skip,
   out->tid = pg_thread_number();
   out->depth = 0;
   out->flags = 0;
+  out->py_depth = 0;
   if (max_depth == 0) return;
-  if (!atomic_load_explicit(&g_fast_unwind, memory_order_relaxed)) {
-    void *buf[PG_STACK_MAX + 64];
-    unsigned want = max_depth + skip + 4;
-    if (want > sizeof(buf) / sizeof(buf[0])) want = sizeof(buf) / sizeof(buf[0]);
-    int got = backtrace(buf, (int)want);
-    /* Our caller's return address marks where the caller's frames begin: usually buf[1], but
-     * an interceptor of backtrace() (the sanitizers have one) adds frames before it. */
-    void *ret = __builtin_return_address(0);
-    int first = 1;
-    for (int i = 0; i < got; i++)
-      if (buf[i] == ret) {
-        first = i;
-        break;
-      }
-    unsigned n = 0;
-    for (int i = first + (int)skip; i < got && n < max_depth; i++) out->pc[n++] = buf[i];
-    out->depth = (uint8_t)n;
-    return;
-  }
   if (!t_stack_known) learn_stack_bounds();
-  unsigned n = 0;
-  if (skip == 0) out->pc[n++] = __builtin_return_address(0); /* exact even if the walk fails */
-  else skip--;
-  /* This frame's saved fp leads to the caller's frame, whose slot [1] is the next return
-   * address: start the walk there. */
-  const uintptr_t *self = (const uintptr_t *)__builtin_frame_address(0);
-  out->depth = (uint8_t)walk_frames(self[0], out->pc, n, max_depth, skip);
+  int mode = atomic_load_explicit(&g_fast_unwind, memory_order_relaxed);
+  if (mode == PG_UNWIND_EXACT) {
+    out->depth = (uint8_t)unwind(__builtin_return_address(0), out->pc, skip, max_depth);
+  } else {
+    unsigned n = 0, s = skip;
+    if (s == 0) out->pc[n++] = __builtin_return_address(0); /* exact even if the walk fails */
+    else s--;
+    /* This frame's saved fp leads to the caller's frame, whose slot [1] is the next return
+     * address: start the walk there. */
+    const uintptr_t *self = (const uintptr_t *)__builtin_frame_address(0);
+    bool broken;
+    n = walk_frames(self[0], out->pc, n, max_depth, s, &broken);
+    uintptr_t last = n ? (uintptr_t)out->pc[n - 1] : 0;
+    if (broken && (mode != PG_UNWIND_FP_REDO || !last || t_dead_end[dead_end_slot(last)] == last ||
+                   walk_may_end_at(last)))
+      broken = false;
+    /* The walk broke in a frame without a frame pointer (libffi, a library built with
+     * -fomit-frame-pointer): what it has not reached may be the caller's own code, so ask the
+     * unwinder, which reads the unwind tables instead. */
+    if (broken) {
+      void *pc[PG_STACK_MAX];
+      unsigned m = unwind(__builtin_return_address(0), pc, skip, max_depth);
+      bool gained = false;
+      for (unsigned i = n; i < m && !gained; i++) gained = !walk_may_end_at((uintptr_t)pc[i]);
+      if (!gained) t_dead_end[dead_end_slot(last)] = last;
+      if (m > n) {
+        memcpy(out->pc, pc, m * sizeof *pc);
+        n = m;
+      }
+    }
+    out->depth = (uint8_t)n;
+  }
+  pg_pystack_capture(out);
 }
 
 void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_depth) {
@@ -107,9 +220,11 @@ void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_dep
   out->tid = t_thread_number; /* no assignment here: may run in a signal handler */
   out->depth = 0;
   out->flags = 0;
+  out->py_depth = 0;
   if (max_depth == 0) return;
   out->pc[0] = pc;
   out->flags = PG_STACK_EXACT_PC0;
   /* Bounds unknown (first event of this thread is a fault): report the faulting pc only. */
-  out->depth = (uint8_t)walk_frames((uintptr_t)fp, out->pc, 1, max_depth, 0);
+  out->depth = (uint8_t)walk_frames((uintptr_t)fp, out->pc, 1, max_depth, 0, NULL);
+  pg_pystack_capture(out);
 }

@@ -4,9 +4,13 @@
 #ifndef PG_STACK_H
 #define PG_STACK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define PG_STACK_MAX 16
+/* Python frames kept per stack (innermost first): deep enough to get from a library's internals
+ * (torch's serialization under pickle is a dozen frames) out to the user's code. */
+#define PG_PYSTACK_MAX 24
 
 /* pg_stack_t.flags */
 enum {
@@ -20,8 +24,26 @@ typedef struct pg_stack {
   uint8_t depth;               /* valid entries in pc[] */
   uint8_t flags;               /* PG_STACK_* */
   uint32_t tid;                /* pinguard's small thread number (T1, T2, ...) */
+  uint8_t py_depth;            /* valid entries in py_code[] / py_offset[] (pg_pystack.h) */
   void *pc[PG_STACK_MAX];      /* pc[0] is the innermost frame */
+  /* The thread's Python frames, innermost first: code object and byte offset of the current
+   * instruction in its bytecode (-1: not started), resolved only when a report is printed. */
+  const void *py_code[PG_PYSTACK_MAX];
+  int32_t py_offset[PG_PYSTACK_MAX];
 } pg_stack_t;
+
+/* Copies the valid part of a stack (a stack record is a few hundred bytes, mostly unused). */
+static inline void pg_stack_copy(pg_stack_t *dst, const pg_stack_t *src) {
+  dst->depth = src->depth;
+  dst->flags = src->flags;
+  dst->tid = src->tid;
+  dst->py_depth = src->py_depth;
+  for (unsigned i = 0; i < src->depth && i < PG_STACK_MAX; i++) dst->pc[i] = src->pc[i];
+  for (unsigned i = 0; i < src->py_depth && i < PG_PYSTACK_MAX; i++) {
+    dst->py_code[i] = src->py_code[i];
+    dst->py_offset[i] = src->py_offset[i];
+  }
+}
 
 /* Captures up to max_depth (<= PG_STACK_MAX) return addresses of the caller's stack, skipping
  * `skip` innermost frames. Allocation-free and lock-free after the thread's first call. */
@@ -31,9 +53,17 @@ void pg_stack_capture(pg_stack_t *out, unsigned skip, unsigned max_depth);
  * that pc, marked PG_STACK_EXACT_PC0. */
 void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_depth);
 
-/* Chooses the frame-pointer walk (fast, the default) or glibc backtrace() (exact through frames
- * built without frame pointers, slower): the policy option fast_unwind. */
-void pg_stack_set_fast_unwind(int fast);
+/* How stacks are captured (the policy option fast_unwind decides): */
+enum {
+  PG_UNWIND_EXACT = 0,   /* glibc backtrace() every time: exact, a few microseconds */
+  PG_UNWIND_FP = 1,      /* frame pointers only: cheap, stops at a frame built without them */
+  PG_UNWIND_FP_REDO = 2, /* frame pointers, redone by backtrace() where the walk breaks in the
+                          * program's code (not at libc's entry or the Python interpreter's) */
+};
+void pg_stack_set_fast_unwind(int mode);
+
+/* The calling thread's stack bounds, when a capture on this thread has learned them. */
+bool pg_stack_bounds(uintptr_t *lo, uintptr_t *hi);
 
 /* Small stable per-thread number, assigned on first use (1 = first thread seen). */
 uint32_t pg_thread_number(void);

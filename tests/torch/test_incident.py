@@ -46,8 +46,9 @@ def test_audit_store_report(alloc_conf):
     assert r.rc == 23, r.explain()
     assert BUG_KIND["store"] in r.kinds, r.explain()
     texts = r.report_texts(BUG_KIND["store"])
-    # The CPU read is pickle's: __reduce_ex__ -> torch's storage serialization -> BytesIO.
-    assert any("__reduce_ex__" in t and "THPStorage_writeFile" in t for t in texts), texts[0]
+    # The CPU read is pickle's: the storage's __reduce__ (a Python frame, torch/storage.py) ->
+    # torch's storage serialization -> BytesIO.
+    assert any("__reduce" in t and "THPStorage_writeFile" in t for t in texts), texts[0]
     assert all("kernel pgkv_gather_kernel" in t for t in texts), texts[0]
     how = "cudaHostRegister" if alloc_conf else "cudaHostAlloc"
     assert all("pinned by %s" % how in t for t in texts), texts[0]

@@ -26,6 +26,33 @@ Test(demangle, torch_frames_of_the_incident) {
        "std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&)");
 }
 
+/* The store and retrieve reports' other frames (issue 14): function types, the address of a
+ * function as a template argument, lambdas inside local names, and stacked clone suffixes. */
+Test(demangle, function_types_lambdas_and_local_names) {
+  same("_Z1fPFviE", "f(void (*)(int))");
+  same("_ZN2at24CachingHostAllocatorImplIN3c104cuda10CUDAStreamESt10unique_ptrINS2_9CUDAEventESt8"
+       "functionIFvPS5_EEENS_9HostBlockIS3_EEE8allocateEm",
+       "at::CachingHostAllocatorImpl<c10::cuda::CUDAStream, std::unique_ptr<c10::cuda::CUDAEvent, "
+       "std::function<void (c10::cuda::CUDAEvent*)> >, at::HostBlock<c10::cuda::CUDAStream> >::"
+       "allocate(unsigned long)");
+  same("_ZN2at29CachingHostAllocatorInterfaceINS_4cuda12_GLOBAL__N_128CUDACachingHostAllocatorImpl"
+       "EXadL_ZNS2_17raw_local_deleterEPvEEE8allocateEm",
+       "at::CachingHostAllocatorInterface<at::cuda::(anonymous namespace)::"
+       "CUDACachingHostAllocatorImpl, &at::cuda::(anonymous namespace)::raw_local_deleter>::"
+       "allocate(unsigned long)");
+  same("_ZN3c1012function_refIFvPPcPKlllEE11callback_fnIN2at6native4AVX216VectorizedLoop2dIZZZNSA_"
+       "18direct_copy_kernelERNS8_18TensorIteratorBaseEENKUlvE1_clEvENKUlvE0_clEvEUlNS_4HalfEE_ZZZ"
+       "NSA_18direct_copy_kernelESD_ENKSE_clEvENKSF_clEvEUlNS8_3vec4AVX210VectorizedISG_EEE_EEEEvl"
+       "S2_S4_ll",
+       "c10::function_ref<void (char**, long const*, long, long)>::callback_fn<at::native::AVX2::"
+       "VectorizedLoop2d<at::native::AVX2::direct_copy_kernel(at::TensorIteratorBase&)::"
+       "{lambda()#3}::operator()() const::{lambda()#2}::operator()() const::{lambda(c10::Half)#1}, "
+       "at::native::AVX2::direct_copy_kernel(at::TensorIteratorBase&)::{lambda()#3}::operator()() "
+       "const::{lambda()#2}::operator()() const::{lambda(at::vec::AVX2::Vectorized<c10::Half>)#1}> "
+       ">(long, char**, long const*, long, long)");
+  same("_ZN3foo3barEv.isra.0.cold", "foo::bar() [clone .isra.0] [clone .cold]");
+}
+
 Test(demangle, members_templates_and_substitutions) {
   same("_ZN3foo3BarC2Ev", "foo::Bar::Bar()");
   same("_ZN3foo3BarD1Ev", "foo::Bar::~Bar()");
@@ -47,7 +74,8 @@ Test(demangle, members_templates_and_substitutions) {
 Test(demangle, refuses_what_it_does_not_understand) {
   char out[64] = "untouched";
   cr_assert_not(pg_demangle("main", out, sizeof out), "not a mangled name");
-  cr_assert_not(pg_demangle("_Z1fPFviE", out, sizeof out), "function types are not understood");
+  cr_assert_not(pg_demangle("_Z1fPA10_i", out, sizeof out), "array types are not understood");
+  cr_assert_not(pg_demangle("_Z1fPPFviE", out, sizeof out), "nor pointers to function pointers");
   cr_assert_not(pg_demangle("_ZN3foo", out, sizeof out), "cut short");
   cr_assert_not(pg_demangle("_Z3fooS5_", out, sizeof out), "a substitution that does not exist");
   cr_assert_not(pg_demangle("_Z999foo", out, sizeof out), "a length past the end");

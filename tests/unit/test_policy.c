@@ -515,6 +515,26 @@ Test(dedup_site, a_stack_inside_the_runtime_keeps_its_first_frames) {
   cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED, "nothing else tells them apart");
 }
 
+/* With Python frames the innermost one is the call site (issue 14): different native frames under
+ * one Python line (torch's internals, memcpy at any offset) are one bug; two lines are two. */
+Test(dedup_site, the_python_frame_is_the_call_site) {
+  configure(NULL);
+  static char code_a[64], code_b[64]; /* stand-ins for code objects (never resolved here) */
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_CPU_READ_DURING_DEVICE_WRITE);
+  t.access.py_depth = 1;
+  t.access.py_code[0] = code_a;
+  t.access.py_offset[0] = 10;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  t.access.pc[0] = (char *)tp_alloc_site + 1; /* another native caller, the same Python line */
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_DUPLICATE);
+  t.access.py_offset[0] = 20; /* another instruction: another line */
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  t.access.py_code[0] = code_b;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  cr_assert_eq(pg_policy_counts().unique, 3);
+}
+
 /* stack_depth counts frames outside the runtime: a libc frame does not push the user's out. */
 Test(dedup_site, stack_depth_counts_frames_outside_the_runtime) {
   configure("stack_depth=1");

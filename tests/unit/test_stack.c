@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 
 #include "pg_stack.h"
 
@@ -135,4 +136,77 @@ Test(stack, thread_numbers) {
     cr_assert_geq(t[i][0], 1);
   }
   cr_assert_neq(t[0][0], t[1][0]);
+}
+
+/* ---- a walk that breaks: the unwinder takes over (fast_unwind=auto in audit) ---------------- */
+__attribute__((noinline)) void ts_capture_redo(pg_stack_t *st) {
+  pg_stack_capture(st, 0, PG_STACK_MAX);
+  __asm__ volatile("" ::: "memory");
+}
+
+/* A frame built without a frame pointer that uses rbp for something else (what -O2 code in
+ * libffi or a library built with -fomit-frame-pointer does): the walk cannot get past it. Its
+ * unwind table entry lets the unwinder through. */
+void ts_no_frame_pointer(pg_stack_t *st);
+__asm__(".text\n"
+        ".globl ts_no_frame_pointer\n"
+        ".type ts_no_frame_pointer, @function\n"
+        "ts_no_frame_pointer:\n"
+        ".cfi_startproc\n"
+        "  push %rbx\n"
+        ".cfi_def_cfa_offset 16\n"
+        ".cfi_offset %rbx, -16\n"
+        "  mov %rbp, %rbx\n"
+        ".cfi_register %rbp, %rbx\n"
+        "  mov $0x123, %rbp\n"
+        "  call ts_capture_redo\n"
+        "  mov %rbx, %rbp\n"
+        "  pop %rbx\n"
+        ".cfi_def_cfa_offset 8\n"
+        "  ret\n"
+        ".cfi_endproc\n"
+        ".size ts_no_frame_pointer, .-ts_no_frame_pointer\n");
+
+__attribute__((noinline)) void ts_breaking_caller(pg_stack_t *st) {
+  ts_no_frame_pointer(st);
+  __asm__ volatile("" ::: "memory");
+}
+
+static bool reaches(const pg_stack_t *st, void *fn) {
+  for (unsigned i = 0; i < st->depth; i++)
+    if (func_of(st->pc[i]) == fn) return true;
+  return false;
+}
+
+static void *ts_both_modes(void *arg) {
+  pg_stack_t *ab = arg;
+  volatile int n = 2; /* not unrolled: one call site, so the return addresses are the same */
+  for (int i = 0; i < n; i++) {
+    pg_stack_set_fast_unwind(i ? PG_UNWIND_FP_REDO : PG_UNWIND_FP);
+    ts_recurse(2, &ab[i]);
+  }
+  return NULL;
+}
+
+Test(stack, broken_walk_is_redone_by_the_unwinder) {
+  pg_stack_t st;
+  pg_stack_set_fast_unwind(PG_UNWIND_FP);
+  ts_breaking_caller(&st);
+  cr_assert_eq(func_of(st.pc[0]), (void *)ts_capture_redo);
+  cr_assert_not(reaches(&st, (void *)ts_breaking_caller), "frame pointers alone stop short");
+  pg_stack_set_fast_unwind(PG_UNWIND_FP_REDO);
+  ts_breaking_caller(&st);
+  cr_assert_eq(func_of(st.pc[0]), (void *)ts_capture_redo);
+  cr_assert(reaches(&st, (void *)ts_no_frame_pointer));
+  cr_assert(reaches(&st, (void *)ts_breaking_caller), "the unwinder gets past the broken frame");
+  /* A walk that ends at the thread's entry in libc is complete: no unwinder (which would add
+   * libc's own frames), the same frames as frame pointers alone. */
+  pg_stack_t ab[2];
+  pthread_t th;
+  pthread_create(&th, NULL, ts_both_modes, ab);
+  pthread_join(th, NULL);
+  cr_assert_eq(ab[0].depth, ab[1].depth);
+  cr_assert_lt(ab[1].depth, PG_STACK_MAX);
+  for (unsigned i = 0; i < ab[0].depth; i++) cr_assert_eq(ab[0].pc[i], ab[1].pc[i], "frame %u", i);
+  pg_stack_set_fast_unwind(PG_UNWIND_FP);
 }

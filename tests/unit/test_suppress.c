@@ -143,6 +143,24 @@ Test(suppress_match, function_file_and_module) {
   cr_assert_eq(pg_supp_match(&s, PG_KIND_CPU_READ_DURING_DEVICE_WRITE, sn, 2), -1);
 }
 
+/* A rule also matches a stack's Python frames: their function, file and file's base name. */
+Test(suppress_match, python_frames) {
+  parse("cpu-read-during-device-write:^commit_store$\n"
+        "free-during-device-access:^kv_engine.py$\n");
+  pg_symstack_t a = frames("/usr/lib/libpython3.11.so", "_PyEval_EvalFrameDefault", "");
+  a.py_depth = 1;
+  strcpy(a.py[0].file, "/app/kv_engine.py");
+  strcpy(a.py[0].function, "commit_store");
+  a.py[0].line = 104;
+  pg_symstack_t none = a;
+  none.py_depth = 0;
+  const pg_symstack_t *sa[] = {&a}, *sn[] = {&none};
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_CPU_READ_DURING_DEVICE_WRITE, sa, 1), 0, "function");
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_FREE_DURING_DEVICE_ACCESS, sa, 1), 1, "file base name");
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_CPU_READ_DURING_DEVICE_WRITE, sn, 1), -1,
+               "no Python frame, no match");
+}
+
 Test(suppress_policy, counts_per_rule_and_prints_them_at_exit) {
   char dir[128], path[200], opts[512];
   tp_tmpdir(dir);

@@ -289,9 +289,16 @@ def _frame_text(frame):
 
 
 def launch_site(gpu):
-    """Where the first in-flight GPU access was enqueued: its first frame outside the runtime."""
+    """Where the first in-flight GPU access was enqueued: its first Python frame in the program's
+    own files when it has Python frames, else its first native frame outside the runtime."""
     if not isinstance(gpu, list) or not gpu or not isinstance(gpu[0], dict):
         return ""
+    py = gpu[0].get("python_stack")
+    py = [f for f in py if isinstance(f, dict) and f.get("file")] if isinstance(py, list) else []
+    if py:  # the launching Python frame: the first in the program's own files
+        own = [f for f in py if not re.search(r"/(site|dist)-packages/|/lib/python|^<",
+                                               str(f["file"]))]
+        return _frame_text(own[0] if own else py[0])
     stack = gpu[0].get("stack")
     frames = [f for f in stack if isinstance(f, dict)] if isinstance(stack, list) else []
     for frame in frames:
