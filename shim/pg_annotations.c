@@ -16,7 +16,7 @@ static int annotate(pg_annotation_t what, const void *p, size_t n, const pg_stac
 
 /* Each entry point captures its own caller, so frame 0 is the application's call site. */
 #define PG_ANNOTATION(name, what)                                    \
-  __attribute__((visibility("default"))) int name(const void *p, size_t n) { \
+  PG_EXPORT int name(const void *p, size_t n) {                      \
     pg_stack_t st;                                                   \
     PG_CAPTURE(&st);                                                 \
     return annotate(what, p, n, &st);                                \

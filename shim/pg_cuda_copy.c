@@ -211,10 +211,11 @@ static cudaError_t batch_common(enum pg_hook_id id, const char *api, bool ptsz,
 /* The exported definitions take the 12.8 shape, so they cannot share a C name with the 13.0
  * prototype in cuda_runtime_api.h: an assembler label gives them the runtime's symbol name. */
 #define PG_MEMCPY_BATCH_ASYNC(name, ptsz)                                                     \
-  __attribute__((visibility("default"))) cudaError_t pg_entry_##name(                          \
+  PG_EXPORT cudaError_t pg_entry_##name(                                                      \
       void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,          \
       struct cudaMemcpyAttributes *attrs, size_t *attrs_idxs, size_t num_attrs,               \
       size_t *fail_idx, cudaStream_t s) __asm__(#name);                                       \
+  PG_WRAPPER(name, pg_entry_##name);                                                          \
   cudaError_t pg_entry_##name(void *const *dsts, const void *const *srcs,                      \
                               const size_t *sizes, size_t count,                              \
                               struct cudaMemcpyAttributes *attrs, size_t *attrs_idxs,         \

@@ -13,9 +13,12 @@
 #ifndef PG_INTERCEPT_H
 #define PG_INTERCEPT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <cuda_runtime_api.h>
+
+#include "pg_export.h"
 
 /* ---- prototypes the CUDA header only declares in per-thread-default-stream builds ---------- */
 #define PG_DECLARE_PTSZ(name) extern __typeof__(name) name##_ptsz
@@ -58,19 +61,30 @@ typedef cudaError_t (*pg_batch_fn_128)(void *const *dsts, const void *const *src
                                        struct cudaMemcpyAttributes *attrs, size_t *attrs_idxs,
                                        size_t num_attrs, size_t *fail_idx, cudaStream_t stream);
 
-/* ---- the hook table (one entry per PG_HOOK line) ------------------------------------------- */
+/* ---- the hook table (one entry per PG_HOOK row of pg_hooks.inc) ------------------------------ */
 enum pg_hook_id {
-#define PG_HOOK(name, required) PG_HOOK_ID_##name,
+#define PG_HOOK(lib, name, required) PG_HOOK_ID_##name,
 #include "pg_hooks.inc"
 #undef PG_HOOK
   PG_HOOK_COUNT
 };
 
-/* Returns the real function for a hook, resolving it on first use; NULL if it cannot be found
- * (a warning is printed once for that name). Lock-free: the slot is an atomic pointer. */
-void *pg_real(enum pg_hook_id id);
+/* The resolved real functions, one lock-free slot per row: NULL until first resolved. */
+extern _Atomic(void *) pg_hook_real_fn[PG_HOOK_COUNT];
 
-/* PG_REAL(name) is the real function with its exact prototype. */
+/* Resolves a row (pg_resolve.c); NULL if the real function cannot be found (for libcudart and
+ * libcuda rows a warning is printed once for that name). Never allocates beyond what dlsym
+ * does, takes no lock of its own, and refuses an address inside libpinguard.so itself. */
+void *pg_real_slow(enum pg_hook_id id);
+
+/* Returns the real function for a row, resolving it on first use. Safe before constructors
+ * run, from a sanitizer's start-up and from a signal handler (once resolved: one atomic load). */
+static inline void *pg_real(enum pg_hook_id id) {
+  void *fn = atomic_load_explicit(&pg_hook_real_fn[id], memory_order_acquire);
+  return __builtin_expect(fn != NULL, 1) ? fn : pg_real_slow(id);
+}
+
+/* PG_REAL(name) is the real function with its exact prototype (NULL if it does not exist). */
 #define PG_REAL(name) ((__typeof__(&name))pg_real(PG_HOOK_ID_##name))
 
 /* Calls the real function, or returns cudaErrorSharedObjectSymbolNotFound if it does not exist
@@ -81,9 +95,34 @@ void *pg_real(enum pg_hook_id id);
     real_ ? real_(__VA_ARGS__) : cudaErrorSharedObjectSymbolNotFound;           \
   })
 
-/* Defines an exported interceptor. */
-#define PG_INTERCEPT(ret, name, ...) \
-  __attribute__((visibility("default"))) ret name(__VA_ARGS__)
+/* PG_WRAPPER(name, decl): records the address of pinguard's own definition of the exported
+ * symbol `name` (whose C declaration is `decl`: name itself, or the C name behind an assembler
+ * label) in the hidden constant pg_wrapper_<name>, which the hook table picks up (weakly: rows
+ * without a wrapper read NULL). The address is taken through a hidden alias, so it is always
+ * this object's definition, whatever else the process exports under that name. A wrapper
+ * without a PG_HOOK row does not compile. */
+#define PG_WRAPPER(name, decl)                                                                \
+  _Static_assert(PG_HOOK_ID_##name < PG_HOOK_COUNT, "no PG_HOOK row for " #name);            \
+  extern __typeof__(decl) pg_self_##name                                                     \
+      __attribute__((copy(decl), alias(#name), visibility("hidden")));                       \
+  __attribute__((visibility("hidden"))) const void *const pg_wrapper_##name =                \
+      (const void *)&pg_self_##name
+
+/* Defines an exported interceptor of `name` (which needs a PG_HOOK row) and records its
+ * address (PG_WRAPPER). Follow it with the body. */
+#define PG_INTERCEPT(ret, name, ...)    \
+  PG_EXPORT ret name(__VA_ARGS__);      \
+  PG_WRAPPER(name, name);               \
+  PG_EXPORT ret name(__VA_ARGS__)
+
+/* pinguard's own definition of a row's name (what an application asking the runtime or the
+ * driver for an entry point by name should be handed), or NULL when pinguard defines none or
+ * the name has no row. By name: a linear search, for cold paths only. */
+const void *pg_hook_wrapper_id(enum pg_hook_id id);
+const void *pg_hook_wrapper(const char *name);
+
+/* True if p lies inside this object (libpinguard.so): the resolver refuses such a result. */
+bool pg_hook_is_own(const void *p);
 
 /* The runtime's version (e.g. 13000, 12080), asked once through the real
  * cudaRuntimeGetVersion; 0 if unknown. Never called from a constructor. */
