@@ -40,7 +40,7 @@ static void op_init(pg_op_t *op, const char *api, const char *what, cudaStream_t
 /* Runs `call` (the real forward) between the two decisions, once the op is described. */
 #define PG_TRACKED_CALL(op, call)                       \
   __extension__({                                       \
-    pg_guard_t g_ = pg_shim_enter();                    \
+    pg_reentry_t g_ = pg_shim_enter();                    \
     pg_decide_before_op(op);                            \
     cudaError_t err_ = (call);                          \
     if (err_ == cudaSuccess) pg_decide_after_op(op);    \
@@ -62,7 +62,7 @@ static const char *kind_name(enum cudaMemcpyKind kind) {
 #define PG_MEMCPY_ASYNC(name, ptsz)                                                           \
   PG_INTERCEPT(cudaError_t, name, void *dst, const void *src, size_t n,                        \
                enum cudaMemcpyKind kind, cudaStream_t s) {                                    \
-    if (!pg_shim_active() || kind == cudaMemcpyDeviceToDevice)                                \
+    if (!pg_shim_start_tracking() || kind == cudaMemcpyDeviceToDevice)                        \
       return PG_FORWARD(name, dst, src, n, kind, s);                                          \
     pg_op_t op;                                                                               \
     op_init(&op, #name, kind_name(kind), s, ptsz);                                            \
@@ -81,7 +81,7 @@ static size_t span_2d(size_t pitch, size_t width, size_t height) {
 #define PG_MEMCPY_2D_ASYNC(name, ptsz)                                                        \
   PG_INTERCEPT(cudaError_t, name, void *dst, size_t dpitch, const void *src, size_t spitch,    \
                size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t s) {       \
-    if (!pg_shim_active() || kind == cudaMemcpyDeviceToDevice)                                \
+    if (!pg_shim_start_tracking() || kind == cudaMemcpyDeviceToDevice)                        \
       return PG_FORWARD(name, dst, dpitch, src, spitch, width, height, kind, s);              \
     pg_op_t op;                                                                               \
     op_init(&op, #name, kind_name(kind), s, ptsz);                                            \
@@ -107,7 +107,7 @@ static void add_pitched(pg_op_t *op, struct cudaPitchedPtr pp, struct cudaPos po
 
 #define PG_MEMCPY_3D_ASYNC(name, ptsz)                                                        \
   PG_INTERCEPT(cudaError_t, name, const struct cudaMemcpy3DParms *p, cudaStream_t s) {         \
-    if (!pg_shim_active() || !p || p->kind == cudaMemcpyDeviceToDevice)                       \
+    if (!pg_shim_start_tracking() || !p || p->kind == cudaMemcpyDeviceToDevice)                \
       return PG_FORWARD(name, p, s);                                                          \
     pg_op_t op;                                                                               \
     op_init(&op, #name, kind_name(p->kind), s, ptsz);                                         \
@@ -125,7 +125,7 @@ PG_MEMCPY_3D_ASYNC(cudaMemcpy3DAsync_ptsz, true)
 #define PG_MEMCPY_TO_SYMBOL_ASYNC(name, ptsz)                                                 \
   PG_INTERCEPT(cudaError_t, name, const void *sym, const void *src, size_t n, size_t off,      \
                enum cudaMemcpyKind kind, cudaStream_t s) {                                    \
-    if (!pg_shim_active() || kind == cudaMemcpyDeviceToDevice)                                \
+    if (!pg_shim_start_tracking() || kind == cudaMemcpyDeviceToDevice)                        \
       return PG_FORWARD(name, sym, src, n, off, kind, s);                                     \
     pg_op_t op;                                                                               \
     op_init(&op, #name, "copy host->symbol", s, ptsz);                                        \
@@ -139,7 +139,7 @@ PG_MEMCPY_TO_SYMBOL_ASYNC(cudaMemcpyToSymbolAsync_ptsz, true)
 #define PG_MEMCPY_FROM_SYMBOL_ASYNC(name, ptsz)                                               \
   PG_INTERCEPT(cudaError_t, name, void *dst, const void *sym, size_t n, size_t off,            \
                enum cudaMemcpyKind kind, cudaStream_t s) {                                    \
-    if (!pg_shim_active() || kind == cudaMemcpyDeviceToDevice)                                \
+    if (!pg_shim_start_tracking() || kind == cudaMemcpyDeviceToDevice)                        \
       return PG_FORWARD(name, dst, sym, n, off, kind, s);                                     \
     pg_op_t op;                                                                               \
     op_init(&op, #name, "copy symbol->host", s, ptsz);                                        \
@@ -180,11 +180,11 @@ static cudaError_t batch_common(enum pg_hook_id id, const char *api, bool ptsz,
   bool abi128 = batch_abi_is_128();
   /* In the 13.0 ABI the 8th argument is the stream; the 9th was never passed. */
   cudaStream_t s = abi128 ? s128 : (cudaStream_t)fail_idx;
-  if (!pg_shim_active() || !dsts || !srcs || !sizes)
+  if (!pg_shim_start_tracking() || !dsts || !srcs || !sizes)
     return batch_forward(id, abi128, dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs,
                          fail_idx, s);
   size_t ngroups = (count + PG_BATCH_GROUP - 1) / PG_BATCH_GROUP;
-  pg_guard_t g = pg_shim_enter();
+  pg_reentry_t g = pg_shim_enter();
   pg_op_t op;
   for (size_t gi = 0; gi < ngroups; gi++) {
     op_init(&op, api, "batch copy", s, ptsz);

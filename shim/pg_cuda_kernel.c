@@ -104,7 +104,7 @@ static void scan_params(pg_op_t *op, const func_info_t *fi, void **args) {
 static cudaError_t launch_tracked(const char *api, bool ptsz, const void *func, void **args,
                                   cudaStream_t s, const pg_stack_t *st, cudaError_t (*fwd)(void *),
                                   void *fwd_ctx) {
-  pg_guard_t g = pg_shim_enter();
+  pg_reentry_t g = pg_shim_enter();
   pg_op_t op;
   op.api = api;
   op.what = "kernel";
@@ -147,7 +147,7 @@ static cudaError_t forward_launch(void *ctx) {
 #define PG_LAUNCH_KERNEL(name, ptsz)                                                          \
   PG_INTERCEPT(cudaError_t, name, const void *func, dim3 grid, dim3 block, void **args,        \
                size_t shmem, cudaStream_t s) {                                                \
-    if (!pg_shim_active()) return PG_FORWARD(name, func, grid, block, args, shmem, s);        \
+    if (!pg_shim_start_tracking()) return PG_FORWARD(name, func, grid, block, args, shmem, s); \
     pg_stack_t st;                                                                            \
     PG_CAPTURE(&st);                                                                          \
     launch_args_t a = {PG_HOOK_ID_##name, func, grid, block, args, shmem, s};                 \
@@ -222,7 +222,7 @@ static cudaError_t forward_launch_handle(void *ctx) {
 #define PG_LAUNCH_HANDLE(name, ptsz)                                                          \
   PG_INTERCEPT(cudaError_t, name, cudaKernel_t k, dim3 grid, dim3 block, void **args,          \
                size_t shmem, cudaStream_t s) {                                                \
-    if (!pg_shim_active()) return PG_FORWARD(name, k, grid, block, args, shmem, s);           \
+    if (!pg_shim_start_tracking()) return PG_FORWARD(name, k, grid, block, args, shmem, s);   \
     pg_stack_t st;                                                                            \
     PG_CAPTURE(&st);                                                                          \
     launch_handle_args_t a = {PG_HOOK_ID_##name, k, grid, block, args, shmem, s};             \
@@ -250,7 +250,7 @@ static cudaError_t forward_launch_ex(void *ctx) {
 #define PG_LAUNCH_KERNEL_EX(name, ptsz)                                                       \
   PG_INTERCEPT(cudaError_t, name, const cudaLaunchConfig_t *config, const void *func,          \
                void **args) {                                                                 \
-    if (!pg_shim_active() || !config) return PG_FORWARD(name, config, func, args);            \
+    if (!pg_shim_start_tracking() || !config) return PG_FORWARD(name, config, func, args);    \
     pg_stack_t st;                                                                            \
     PG_CAPTURE(&st);                                                                          \
     launch_ex_args_t a = {PG_HOOK_ID_##name, config, func, args};                             \

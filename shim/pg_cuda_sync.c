@@ -12,8 +12,8 @@
 #define PG_AFTER_SUCCESS(call, on_success)                         \
   __extension__({                                                  \
     cudaError_t err_ = (call);                                     \
-    if (err_ == cudaSuccess && pg_shim_active()) {                 \
-      pg_guard_t g_ = pg_shim_enter();                             \
+    if (err_ == cudaSuccess && pg_shim_start_tracking()) {                 \
+      pg_reentry_t g_ = pg_shim_enter();                             \
       on_success;                                                  \
       pg_shim_leave(g_);                                           \
     }                                                              \
@@ -25,8 +25,8 @@
  * blocks) and learned after it. A query that answers cudaSuccess means the same as a sync. */
 static cudaError_t host_sync(cudaStream_t s, cudaStream_t resolved, bool device,
                              cudaError_t (*call)(cudaStream_t)) {
-  if (!pg_shim_active()) return call(s);
-  pg_guard_t g = pg_shim_enter();
+  if (!pg_shim_start_tracking()) return call(s);
+  pg_reentry_t g = pg_shim_enter();
   if (device)
     pg_decide_sync_prepare_device();
   else
@@ -117,7 +117,7 @@ typedef struct hostfn_call {
 
 static void run_hostfn(hostfn_call_t *c, cudaStream_t s, cudaError_t status) {
   while (!atomic_load_explicit(&c->ready, memory_order_acquire)) sched_yield();
-  pg_guard_t g = pg_shim_enter();
+  pg_reentry_t g = pg_shim_enter();
   pg_decide_hostfn_enter(&c->pos);
   pg_shim_leave(g);
   if (c->fn) c->fn(c->user);
@@ -154,7 +154,7 @@ static cudaError_t do_enqueue(void *arg) {
 static cudaError_t enqueue_hostfn(hostfn_enqueue_t *e, cudaStream_t resolved, cudaHostFn_t fn,
                                   cudaStreamCallback_t callback, void *user) {
   hostfn_call_t *c;
-  if ((!fn && !callback) || !pg_shim_active() || !(c = calloc(1, sizeof *c))) {
+  if ((!fn && !callback) || !pg_shim_start_tracking() || !(c = calloc(1, sizeof *c))) {
     e->call = NULL;
     return e->real(e);
   }
@@ -167,7 +167,7 @@ static cudaError_t enqueue_hostfn(hostfn_enqueue_t *e, cudaStream_t resolved, cu
     if (err != cudaSuccess) free(c);
     return err;
   }
-  pg_guard_t g = pg_shim_enter();
+  pg_reentry_t g = pg_shim_enter();
   cudaError_t err = pg_decide_hostfn_enqueue(resolved, do_enqueue, e, &c->pos);
   pg_shim_leave(g);
   if (err != cudaSuccess) {
@@ -217,8 +217,8 @@ PG_BEGIN_CAPTURE(cudaStreamBeginCapture_ptsz, true)
 #define PG_END_CAPTURE(name, ptsz)                                                            \
   PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaGraph_t *graph) {                        \
     cudaError_t err = PG_FORWARD(name, s, graph);                                             \
-    if (pg_shim_active()) {                                                                   \
-      pg_guard_t g = pg_shim_enter();                                                         \
+    if (pg_shim_start_tracking()) {                                                           \
+      pg_reentry_t g = pg_shim_enter();                                                         \
       pg_decide_capture_ended(pg_stream_of(s, ptsz),                                          \
                               (err == cudaSuccess && graph) ? *graph : NULL);                 \
       pg_shim_leave(g);                                                                       \
@@ -239,8 +239,8 @@ PG_IS_CAPTURING(cudaStreamIsCapturing_ptsz)
 PG_INTERCEPT(cudaError_t, cudaGraphInstantiate, cudaGraphExec_t *exec, cudaGraph_t graph,
              unsigned long long flags) {
   cudaError_t err = PG_FORWARD(cudaGraphInstantiate, exec, graph, flags);
-  if (err == cudaSuccess && exec && pg_shim_active()) {
-    pg_guard_t g = pg_shim_enter();
+  if (err == cudaSuccess && exec && pg_shim_start_tracking()) {
+    pg_reentry_t g = pg_shim_enter();
     pg_decide_graph_instantiated(*exec, graph);
     pg_shim_leave(g);
   }
@@ -250,8 +250,8 @@ PG_INTERCEPT(cudaError_t, cudaGraphInstantiate, cudaGraphExec_t *exec, cudaGraph
 PG_INTERCEPT(cudaError_t, cudaGraphInstantiateWithFlags, cudaGraphExec_t *exec,
              cudaGraph_t graph, unsigned long long flags) {
   cudaError_t err = PG_FORWARD(cudaGraphInstantiateWithFlags, exec, graph, flags);
-  if (err == cudaSuccess && exec && pg_shim_active()) {
-    pg_guard_t g = pg_shim_enter();
+  if (err == cudaSuccess && exec && pg_shim_start_tracking()) {
+    pg_reentry_t g = pg_shim_enter();
     pg_decide_graph_instantiated(*exec, graph);
     pg_shim_leave(g);
   }
@@ -260,7 +260,7 @@ PG_INTERCEPT(cudaError_t, cudaGraphInstantiateWithFlags, cudaGraphExec_t *exec,
 
 #define PG_GRAPH_LAUNCH(name, ptsz)                                                           \
   PG_INTERCEPT(cudaError_t, name, cudaGraphExec_t exec, cudaStream_t s) {                      \
-    if (!pg_shim_active()) return PG_FORWARD(name, exec, s);                                  \
+    if (!pg_shim_start_tracking()) return PG_FORWARD(name, exec, s);                           \
     pg_stack_t st;                                                                            \
     PG_CAPTURE(&st);                                                                          \
     return PG_AFTER_SUCCESS(PG_FORWARD(name, exec, s),                                        \

@@ -5,7 +5,7 @@
  *      its prototype below if the CUDA header does not).
  *   2. In the shim file for its concern, write
  *        PG_INTERCEPT(cudaError_t, name, params...) {
- *          if (!pg_shim_active()) return PG_REAL(name)(args...);
+ *          if (!pg_shim_start_tracking()) return PG_REAL(name)(args...);
  *          ... tell policy/tracker, forward with PG_REAL(name)(args...), record the result ...
  *        }
  *   3. Add the name to libpinguard.map. The export test checks that nothing else leaks.
@@ -130,17 +130,23 @@ int pg_runtime_version(void);
 
 /* ---- state every interceptor consults ------------------------------------------------------ */
 
-/* True when this call should be tracked: options say audit or enforce, the required hooks
- * resolved, and the calling thread is not already inside pinguard (reentrancy). */
-bool pg_shim_active(void);
+/* Every CUDA interceptor's first call. Starts tracking on the first call that wants it (resolves
+ * the required hooks, fills the device operations, starts core: never from a constructor), then
+ * says whether this call is tracked: options say audit or enforce, tracking started, and the
+ * calling thread is not already inside pinguard (reentrancy). */
+bool pg_shim_start_tracking(void);
 
 /* True only once tracking has started (never starts it): for the libc interposers, which run
  * in every process and must cost nothing where CUDA is never used. */
 bool pg_shim_tracking(void);
 
-/* Thread-local reentrancy guard: pinguard's own calls (reports, waits) are never tracked. */
-typedef struct pg_guard { bool was_inside; } pg_guard_t;
-pg_guard_t pg_shim_enter(void);
-void pg_shim_leave(pg_guard_t g);
+/* The thread-local reentrancy token (nothing to do with guard pages): between pg_shim_enter and
+ * pg_shim_leave the thread is inside pinguard, and pinguard's own calls (reports, waits, the
+ * events it records) are never tracked. Nests: leave restores what enter found. */
+typedef struct pg_reentry { bool was_inside; } pg_reentry_t;
+pg_reentry_t pg_shim_enter(void);
+void pg_shim_leave(pg_reentry_t r);
+/* The token's former name, until pg_signal.c's fault handler (edited in parallel) moves over. */
+typedef pg_reentry_t pg_guard_t;
 
 #endif /* PG_INTERCEPT_H */

@@ -51,7 +51,7 @@ static __attribute__((noinline)) void check(const void *p, size_t n, bool kernel
   }
   pg_stack_t st;
   pg_stack_capture(&st, 2, PG_STACK_MAX); /* past check and the interposer */
-  pg_guard_t g = pg_shim_enter();
+  pg_reentry_t g = pg_shim_enter();
   pg_decide_syscall(p, n, kernel_writes, call, &st);
   pg_shim_leave(g);
 }
