@@ -1,15 +1,31 @@
-/* pg_intercept.h: how the shim defines an interposed CUDA entry point and reaches the real one.
+/* pg_intercept.h: how the shim defines an interposed entry point and reaches the real one.
  *
- * How to add an interceptor:
- *   1. Add `PG_HOOK(name, 0)` to pg_hooks.inc (and a _ptsz twin if the runtime has one; declare
- *      its prototype below if the CUDA header does not).
- *   2. In the shim file for its concern, write
- *        PG_INTERCEPT(cudaError_t, name, params...) {
- *          if (!pg_shim_start_tracking()) return PG_REAL(name)(args...);
- *          ... tell policy/tracker, forward with PG_REAL(name)(args...), record the result ...
+ * How to add an interceptor (one hook row, one body, one test):
+ *   1. The hook table: add `PG_HOOK(cudart, name, 0)` to pg_hooks.inc, and a row for its _ptsz
+ *      twin if the runtime has one (declare the twin below with PG_DECLARE_PTSZ if the CUDA
+ *      header does not). PG_INTERCEPT does not compile without the row.
+ *   2. The body, in the shim file for its concern (copies: pg_cuda_copy.c, launches:
+ *      pg_cuda_kernel.c, pinning, ordering and completion: pg_cuda_pinning.c, pg_cuda_sync.c).
+ *      For an asynchronous operation that touches host memory, with the helpers of pg_op.h:
+ *        PG_INTERCEPT(cudaError_t, name, void *dst, const void *src, size_t n, cudaStream_t s) {
+ *          if (!pg_shim_start_tracking()) return PG_FORWARD(name, dst, src, n, s);
+ *          pg_op_t op;
+ *          pg_op_begin(&op, #name, "what it does", s, false);   (true for the _ptsz twin)
+ *          PG_CAPTURE(&op.stack);
+ *          pg_op_add_span(&op, src, n, PG_DIR_READ);            (one per host operand)
+ *          return PG_TRACKED_CALL(&op, PG_FORWARD(name, dst, src, n, s));
  *        }
- *   3. Add the name to libpinguard.map. The export test checks that nothing else leaks.
- * Bodies stay short: the work belongs in policy/ and tracker/, which have unit tests. */
+ *      A macro taking (name, ptsz) gives the plain and _ptsz definitions one body. Any other call
+ *      brackets its one core call (pg_decide.h) with pg_shim_enter / pg_shim_leave, so that what
+ *      core does is not tracked itself, and forwards with PG_FORWARD (the real function, or
+ *      cudaErrorSharedObjectSymbolNotFound when the runtime lacks it). Bodies stay short: the
+ *      decisions belong in core/, which has unit tests.
+ *   3. The test: a case in tests/e2e (a program run under LD_PRELOAD against tests/simcuda; give
+ *      simcuda the entry point if it lacks it), wired in tests/e2e/CMakeLists.txt.
+ * Exporting needs nothing more for a cuda* name (libpinguard.map exports cuda*); any other name
+ * goes into libpinguard.map and the allow list of tests/e2e/check_exports.sh, which checks that
+ * nothing else leaks. A libc call is a `PG_HOOK(libc, name, 0)` row and a PG_IO row in
+ * pg_syscalls.c (see there). */
 #ifndef PG_INTERCEPT_H
 #define PG_INTERCEPT_H
 
@@ -50,8 +66,9 @@ PG_DECLARE_PTSZ(__cudaLaunchKernel);
 
 /* cudaMemcpyBatchAsync changed ABI between 12.8 (9 arguments, with size_t *failIdx) and 13.0
  * (8 arguments). We export one definition with the 12.8 shape: a 13.0 caller passes the stream
- * where we see `fail_idx` and leaves the 9th argument unset; pg_batch_abi() says which reading is
- * right, from cudaRuntimeGetVersion at run time (never from the compile-time CUDART_VERSION). */
+ * where we see `fail_idx` and leaves the 9th argument unset; pg_cuda_copy.c's batch_abi_is_128()
+ * says which reading is right, from cudaRuntimeGetVersion at run time (never from the
+ * compile-time CUDART_VERSION). */
 typedef cudaError_t (*pg_batch_fn_13)(void *const *dsts, const void *const *srcs,
                                       const size_t *sizes, size_t count,
                                       struct cudaMemcpyAttributes *attrs, size_t *attrs_idxs,
