@@ -8,10 +8,10 @@
  * so that the stack is captured in the interceptor's own frame. */
 #define PG_NOTE_PINNED(p, n, how, flags)                \
   do {                                                  \
-    if (pg_shim_start_tracking()) {                             \
+    if (pg_shim_start_tracking()) {                     \
       pg_stack_t st_;                                   \
       PG_CAPTURE(&st_);                                 \
-      pg_reentry_t g_ = pg_shim_enter();                  \
+      pg_reentry_t g_ = pg_shim_enter();                \
       pg_decide_pinned((p), (n), (how), (flags), &st_); \
       pg_shim_leave(g_);                                \
     }                                                   \
