@@ -7,8 +7,8 @@
 #include "pg_shim.h"
 
 static int annotate(pg_annotation_t what, const void *p, size_t n, const pg_stack_t *st) {
-  if (!p || n == 0 || !pg_shim_active()) return 0;
-  pg_guard_t g = pg_shim_enter();
+  if (!p || n == 0 || !pg_shim_start_tracking()) return 0;
+  pg_reentry_t g = pg_shim_enter();
   int found = pg_decide_annotation(what, p, n, st);
   pg_shim_leave(g);
   return found;
@@ -16,7 +16,7 @@ static int annotate(pg_annotation_t what, const void *p, size_t n, const pg_stac
 
 /* Each entry point captures its own caller, so frame 0 is the application's call site. */
 #define PG_ANNOTATION(name, what)                                    \
-  __attribute__((visibility("default"))) int name(const void *p, size_t n) { \
+  PG_EXPORT int name(const void *p, size_t n) {                      \
     pg_stack_t st;                                                   \
     PG_CAPTURE(&st);                                                 \
     return annotate(what, p, n, &st);                                \

@@ -1,52 +1,11 @@
 /* pg_cuda_copy.c: interceptors for asynchronous copies, plain and _ptsz.
- * Each one describes its host operands as spans (which way the device touches them) and brackets
- * the real call with pg_decide_before_op / pg_decide_after_op. Which spans are really pinned is
- * decided in policy/, from the tracker's regions and the runtime's pointer attributes. */
+ * Each one describes its host operands as spans (which way the device touches them, pg_op.h) and
+ * brackets the real call with pg_decide_before_op / pg_decide_after_op (PG_TRACKED_CALL). Which
+ * spans are really pinned is decided in core/, from the tracker's regions and the runtime's
+ * pointer attributes. */
 #include <string.h>
 
-#include "pg_intercept.h"
-#include "pg_shim.h"
-
-static void add_span(pg_op_t *op, const void *p, size_t n, pg_dir_t dir) {
-  if (!p || n == 0 || op->nspans >= PG_OP_MAX_SPANS) return;
-  op->spans[op->nspans++] = (pg_span_t){.p = p, .n = n, .dir = dir};
-}
-
-/* The host operands a cudaMemcpyKind implies. For cudaMemcpyDefault either side may be host
- * memory; the decision layer drops the one that is not pinned host memory. */
-static void add_copy_spans(pg_op_t *op, void *dst, const void *src, size_t n,
-                           enum cudaMemcpyKind kind) {
-  switch (kind) {
-    case cudaMemcpyHostToDevice: add_span(op, src, n, PG_DIR_READ); break;
-    case cudaMemcpyDeviceToHost: add_span(op, dst, n, PG_DIR_WRITE); break;
-    case cudaMemcpyHostToHost:
-    case cudaMemcpyDefault:
-      add_span(op, src, n, PG_DIR_READ);
-      add_span(op, dst, n, PG_DIR_WRITE);
-      break;
-    default: break; /* device to device: no host memory */
-  }
-}
-
-static void op_init(pg_op_t *op, const char *api, const char *what, cudaStream_t s, bool ptsz) {
-  op->api = api;
-  op->what = what;
-  op->func = NULL;
-  op->stream = pg_stream_of(s, ptsz);
-  op->only_tracked = false;
-  op->nspans = 0;
-}
-
-/* Runs `call` (the real forward) between the two decisions, once the op is described. */
-#define PG_TRACKED_CALL(op, call)                       \
-  __extension__({                                       \
-    pg_guard_t g_ = pg_shim_enter();                    \
-    pg_decide_before_op(op);                            \
-    cudaError_t err_ = (call);                          \
-    if (err_ == cudaSuccess) pg_decide_after_op(op);    \
-    pg_shim_leave(g_);                                  \
-    err_;                                               \
-  })
+#include "pg_op.h"
 
 /* ---- cudaMemcpyAsync ------------------------------------------------------------------------ */
 static const char *kind_name(enum cudaMemcpyKind kind) {
@@ -60,14 +19,14 @@ static const char *kind_name(enum cudaMemcpyKind kind) {
 }
 
 #define PG_MEMCPY_ASYNC(name, ptsz)                                                           \
-  PG_INTERCEPT(cudaError_t, name, void *dst, const void *src, size_t n,                        \
+  PG_INTERCEPT(cudaError_t, name, void *dst, const void *src, size_t n,                       \
                enum cudaMemcpyKind kind, cudaStream_t s) {                                    \
-    if (!pg_shim_active() || kind == cudaMemcpyDeviceToDevice)                                \
+    if (!pg_shim_start_tracking() || kind == cudaMemcpyDeviceToDevice)                        \
       return PG_FORWARD(name, dst, src, n, kind, s);                                          \
     pg_op_t op;                                                                               \
-    op_init(&op, #name, kind_name(kind), s, ptsz);                                            \
+    pg_op_begin(&op, #name, kind_name(kind), s, ptsz);                                        \
     PG_CAPTURE(&op.stack);                                                                    \
-    add_copy_spans(&op, dst, src, n, kind);                                                   \
+    pg_op_add_copy_spans(&op, dst, src, n, kind);                                             \
     return PG_TRACKED_CALL(&op, PG_FORWARD(name, dst, src, n, kind, s));                      \
   }
 PG_MEMCPY_ASYNC(cudaMemcpyAsync, false)
@@ -79,19 +38,19 @@ static size_t span_2d(size_t pitch, size_t width, size_t height) {
 }
 
 #define PG_MEMCPY_2D_ASYNC(name, ptsz)                                                        \
-  PG_INTERCEPT(cudaError_t, name, void *dst, size_t dpitch, const void *src, size_t spitch,    \
+  PG_INTERCEPT(cudaError_t, name, void *dst, size_t dpitch, const void *src, size_t spitch,   \
                size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t s) {       \
-    if (!pg_shim_active() || kind == cudaMemcpyDeviceToDevice)                                \
+    if (!pg_shim_start_tracking() || kind == cudaMemcpyDeviceToDevice)                        \
       return PG_FORWARD(name, dst, dpitch, src, spitch, width, height, kind, s);              \
     pg_op_t op;                                                                               \
-    op_init(&op, #name, kind_name(kind), s, ptsz);                                            \
+    pg_op_begin(&op, #name, kind_name(kind), s, ptsz);                                        \
     PG_CAPTURE(&op.stack);                                                                    \
     if (kind != cudaMemcpyDeviceToHost)                                                       \
-      add_span(&op, src, span_2d(spitch, width, height), PG_DIR_READ);                        \
+      pg_op_add_span(&op, src, span_2d(spitch, width, height), PG_DIR_READ);                  \
     if (kind != cudaMemcpyHostToDevice)                                                       \
-      add_span(&op, dst, span_2d(dpitch, width, height), PG_DIR_WRITE);                       \
+      pg_op_add_span(&op, dst, span_2d(dpitch, width, height), PG_DIR_WRITE);                 \
     return PG_TRACKED_CALL(&op, PG_FORWARD(name, dst, dpitch, src, spitch, width, height,     \
-                                           kind, s));                                        \
+                                           kind, s));                                         \
   }
 PG_MEMCPY_2D_ASYNC(cudaMemcpy2DAsync, false)
 PG_MEMCPY_2D_ASYNC(cudaMemcpy2DAsync_ptsz, true)
@@ -102,15 +61,15 @@ static void add_pitched(pg_op_t *op, struct cudaPitchedPtr pp, struct cudaPos po
   if (!pp.ptr || ext.width == 0 || ext.height == 0 || ext.depth == 0) return;
   size_t slice = pp.pitch * pp.ysize;
   const char *base = (const char *)pp.ptr + pos.z * slice + pos.y * pp.pitch + pos.x;
-  add_span(op, base, (ext.depth - 1) * slice + (ext.height - 1) * pp.pitch + ext.width, dir);
+  pg_op_add_span(op, base, (ext.depth - 1) * slice + (ext.height - 1) * pp.pitch + ext.width, dir);
 }
 
 #define PG_MEMCPY_3D_ASYNC(name, ptsz)                                                        \
-  PG_INTERCEPT(cudaError_t, name, const struct cudaMemcpy3DParms *p, cudaStream_t s) {         \
-    if (!pg_shim_active() || !p || p->kind == cudaMemcpyDeviceToDevice)                       \
+  PG_INTERCEPT(cudaError_t, name, const struct cudaMemcpy3DParms *p, cudaStream_t s) {        \
+    if (!pg_shim_start_tracking() || !p || p->kind == cudaMemcpyDeviceToDevice)               \
       return PG_FORWARD(name, p, s);                                                          \
     pg_op_t op;                                                                               \
-    op_init(&op, #name, kind_name(p->kind), s, ptsz);                                         \
+    pg_op_begin(&op, #name, kind_name(p->kind), s, ptsz);                                     \
     PG_CAPTURE(&op.stack);                                                                    \
     if (!p->srcArray && p->kind != cudaMemcpyDeviceToHost)                                    \
       add_pitched(&op, p->srcPtr, p->srcPos, p->extent, PG_DIR_READ);                         \
@@ -123,28 +82,28 @@ PG_MEMCPY_3D_ASYNC(cudaMemcpy3DAsync_ptsz, true)
 
 /* ---- symbols: the host side is src (to symbol) or dst (from symbol) ------------------------- */
 #define PG_MEMCPY_TO_SYMBOL_ASYNC(name, ptsz)                                                 \
-  PG_INTERCEPT(cudaError_t, name, const void *sym, const void *src, size_t n, size_t off,      \
+  PG_INTERCEPT(cudaError_t, name, const void *sym, const void *src, size_t n, size_t off,     \
                enum cudaMemcpyKind kind, cudaStream_t s) {                                    \
-    if (!pg_shim_active() || kind == cudaMemcpyDeviceToDevice)                                \
+    if (!pg_shim_start_tracking() || kind == cudaMemcpyDeviceToDevice)                        \
       return PG_FORWARD(name, sym, src, n, off, kind, s);                                     \
     pg_op_t op;                                                                               \
-    op_init(&op, #name, "copy host->symbol", s, ptsz);                                        \
+    pg_op_begin(&op, #name, "copy host->symbol", s, ptsz);                                    \
     PG_CAPTURE(&op.stack);                                                                    \
-    add_span(&op, src, n, PG_DIR_READ);                                                       \
+    pg_op_add_span(&op, src, n, PG_DIR_READ);                                                 \
     return PG_TRACKED_CALL(&op, PG_FORWARD(name, sym, src, n, off, kind, s));                 \
   }
 PG_MEMCPY_TO_SYMBOL_ASYNC(cudaMemcpyToSymbolAsync, false)
 PG_MEMCPY_TO_SYMBOL_ASYNC(cudaMemcpyToSymbolAsync_ptsz, true)
 
 #define PG_MEMCPY_FROM_SYMBOL_ASYNC(name, ptsz)                                               \
-  PG_INTERCEPT(cudaError_t, name, void *dst, const void *sym, size_t n, size_t off,            \
+  PG_INTERCEPT(cudaError_t, name, void *dst, const void *sym, size_t n, size_t off,           \
                enum cudaMemcpyKind kind, cudaStream_t s) {                                    \
-    if (!pg_shim_active() || kind == cudaMemcpyDeviceToDevice)                                \
+    if (!pg_shim_start_tracking() || kind == cudaMemcpyDeviceToDevice)                        \
       return PG_FORWARD(name, dst, sym, n, off, kind, s);                                     \
     pg_op_t op;                                                                               \
-    op_init(&op, #name, "copy symbol->host", s, ptsz);                                        \
+    pg_op_begin(&op, #name, "copy symbol->host", s, ptsz);                                    \
     PG_CAPTURE(&op.stack);                                                                    \
-    add_span(&op, dst, n, PG_DIR_WRITE);                                                      \
+    pg_op_add_span(&op, dst, n, PG_DIR_WRITE);                                                \
     return PG_TRACKED_CALL(&op, PG_FORWARD(name, dst, sym, n, off, kind, s));                 \
   }
 PG_MEMCPY_FROM_SYMBOL_ASYNC(cudaMemcpyFromSymbolAsync, false)
@@ -180,42 +139,43 @@ static cudaError_t batch_common(enum pg_hook_id id, const char *api, bool ptsz,
   bool abi128 = batch_abi_is_128();
   /* In the 13.0 ABI the 8th argument is the stream; the 9th was never passed. */
   cudaStream_t s = abi128 ? s128 : (cudaStream_t)fail_idx;
-  if (!pg_shim_active() || !dsts || !srcs || !sizes)
+  if (!pg_shim_start_tracking() || !dsts || !srcs || !sizes)
     return batch_forward(id, abi128, dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs,
                          fail_idx, s);
   size_t ngroups = (count + PG_BATCH_GROUP - 1) / PG_BATCH_GROUP;
-  pg_guard_t g = pg_shim_enter();
+  pg_reentry_t r = pg_shim_enter();
   pg_op_t op;
   for (size_t gi = 0; gi < ngroups; gi++) {
-    op_init(&op, api, "batch copy", s, ptsz);
+    pg_op_begin(&op, api, "batch copy", s, ptsz);
     pg_stack_copy(&op.stack, st);
     for (size_t i = gi * PG_BATCH_GROUP; i < count && i < (gi + 1) * PG_BATCH_GROUP; i++)
-      add_copy_spans(&op, dsts[i], srcs[i], sizes[i], cudaMemcpyDefault);
+      pg_op_add_copy_spans(&op, dsts[i], srcs[i], sizes[i], cudaMemcpyDefault);
     pg_decide_before_op(&op);
   }
   cudaError_t err = batch_forward(id, abi128, dsts, srcs, sizes, count, attrs, attrs_idxs,
                                   num_attrs, fail_idx, s);
   if (err == cudaSuccess) {
     for (size_t gi = 0; gi < ngroups; gi++) {
-      op_init(&op, api, "batch copy", s, ptsz);
+      pg_op_begin(&op, api, "batch copy", s, ptsz);
       pg_stack_copy(&op.stack, st);
       for (size_t i = gi * PG_BATCH_GROUP; i < count && i < (gi + 1) * PG_BATCH_GROUP; i++)
-        add_copy_spans(&op, dsts[i], srcs[i], sizes[i], cudaMemcpyDefault);
+        pg_op_add_copy_spans(&op, dsts[i], srcs[i], sizes[i], cudaMemcpyDefault);
       pg_decide_after_op(&op);
     }
   }
-  pg_shim_leave(g);
+  pg_shim_leave(r);
   return err;
 }
 
 /* The exported definitions take the 12.8 shape, so they cannot share a C name with the 13.0
  * prototype in cuda_runtime_api.h: an assembler label gives them the runtime's symbol name. */
 #define PG_MEMCPY_BATCH_ASYNC(name, ptsz)                                                     \
-  __attribute__((visibility("default"))) cudaError_t pg_entry_##name(                          \
+  PG_EXPORT cudaError_t pg_entry_##name(                                                      \
       void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,          \
       struct cudaMemcpyAttributes *attrs, size_t *attrs_idxs, size_t num_attrs,               \
       size_t *fail_idx, cudaStream_t s) __asm__(#name);                                       \
-  cudaError_t pg_entry_##name(void *const *dsts, const void *const *srcs,                      \
+  PG_WRAPPER(name, pg_entry_##name);                                                          \
+  cudaError_t pg_entry_##name(void *const *dsts, const void *const *srcs,                     \
                               const size_t *sizes, size_t count,                              \
                               struct cudaMemcpyAttributes *attrs, size_t *attrs_idxs,         \
                               size_t num_attrs, size_t *fail_idx, cudaStream_t s) {           \

@@ -8,10 +8,10 @@
  * so that the stack is captured in the interceptor's own frame. */
 #define PG_NOTE_PINNED(p, n, how, flags)                \
   do {                                                  \
-    if (pg_shim_active()) {                             \
+    if (pg_shim_start_tracking()) {                     \
       pg_stack_t st_;                                   \
       PG_CAPTURE(&st_);                                 \
-      pg_guard_t g_ = pg_shim_enter();                  \
+      pg_reentry_t g_ = pg_shim_enter();                \
       pg_decide_pinned((p), (n), (how), (flags), &st_); \
       pg_shim_leave(g_);                                \
     }                                                   \
@@ -32,8 +32,8 @@ PG_INTERCEPT(cudaError_t, cudaMallocHost, void **p, size_t size) {
 
 PG_INTERCEPT(cudaError_t, cudaHostRegister, void *p, size_t size, unsigned int flags) {
   unsigned kind = 0;
-  if (pg_shim_active()) {
-    pg_guard_t g = pg_shim_enter();
+  if (pg_shim_start_tracking()) {
+    pg_reentry_t g = pg_shim_enter();
     kind = pg_decide_register_flags(p, size);
     pg_shim_leave(g);
   }
@@ -44,7 +44,7 @@ PG_INTERCEPT(cudaError_t, cudaHostRegister, void *p, size_t size, unsigned int f
 
 /* Free and unregister share one shape: check and forget, forward, remember again on failure. */
 static cudaError_t unpin(void *p, bool is_free, const pg_stack_t *st) {
-  pg_guard_t g = pg_shim_enter();
+  pg_reentry_t g = pg_shim_enter();
   pg_unpin_t saved;
   pg_decide_unpin_begin(p, is_free, st, &saved);
   cudaError_t err = is_free ? PG_FORWARD(cudaFreeHost, p) : PG_FORWARD(cudaHostUnregister, p);
@@ -54,14 +54,14 @@ static cudaError_t unpin(void *p, bool is_free, const pg_stack_t *st) {
 }
 
 PG_INTERCEPT(cudaError_t, cudaFreeHost, void *p) {
-  if (!p || !pg_shim_active()) return PG_FORWARD(cudaFreeHost, p);
+  if (!p || !pg_shim_start_tracking()) return PG_FORWARD(cudaFreeHost, p);
   pg_stack_t st;
   PG_CAPTURE(&st);
   return unpin(p, true, &st);
 }
 
 PG_INTERCEPT(cudaError_t, cudaHostUnregister, void *p) {
-  if (!p || !pg_shim_active()) return PG_FORWARD(cudaHostUnregister, p);
+  if (!p || !pg_shim_start_tracking()) return PG_FORWARD(cudaHostUnregister, p);
   pg_stack_t st;
   PG_CAPTURE(&st);
   return unpin(p, false, &st);

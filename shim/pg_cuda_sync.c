@@ -12,8 +12,8 @@
 #define PG_AFTER_SUCCESS(call, on_success)                         \
   __extension__({                                                  \
     cudaError_t err_ = (call);                                     \
-    if (err_ == cudaSuccess && pg_shim_active()) {                 \
-      pg_guard_t g_ = pg_shim_enter();                             \
+    if (err_ == cudaSuccess && pg_shim_start_tracking()) {         \
+      pg_reentry_t g_ = pg_shim_enter();                           \
       on_success;                                                  \
       pg_shim_leave(g_);                                           \
     }                                                              \
@@ -25,8 +25,8 @@
  * blocks) and learned after it. A query that answers cudaSuccess means the same as a sync. */
 static cudaError_t host_sync(cudaStream_t s, cudaStream_t resolved, bool device,
                              cudaError_t (*call)(cudaStream_t)) {
-  if (!pg_shim_active()) return call(s);
-  pg_guard_t g = pg_shim_enter();
+  if (!pg_shim_start_tracking()) return call(s);
+  pg_reentry_t g = pg_shim_enter();
   if (device)
     pg_decide_sync_prepare_device();
   else
@@ -39,8 +39,8 @@ static cudaError_t host_sync(cudaStream_t s, cudaStream_t resolved, bool device,
 
 #define PG_STREAM_SYNC(name, ptsz)                                                            \
   static cudaError_t real_##name(cudaStream_t s) { return PG_FORWARD(name, s); }              \
-  PG_INTERCEPT(cudaError_t, name, cudaStream_t s) {                                            \
-    return host_sync(s, pg_stream_of(s, ptsz), false, real_##name);                              \
+  PG_INTERCEPT(cudaError_t, name, cudaStream_t s) {                                           \
+    return host_sync(s, pg_stream_of(s, ptsz), false, real_##name);                           \
   }
 PG_STREAM_SYNC(cudaStreamSynchronize, false)
 PG_STREAM_SYNC(cudaStreamSynchronize_ptsz, true)
@@ -63,7 +63,7 @@ PG_INTERCEPT(cudaError_t, cudaStreamDestroy, cudaStream_t s) {
 
 /* ---- events -------------------------------------------------------------------------------- */
 #define PG_EVENT_RECORD(name, ptsz)                                                           \
-  PG_INTERCEPT(cudaError_t, name, cudaEvent_t e, cudaStream_t s) {                             \
+  PG_INTERCEPT(cudaError_t, name, cudaEvent_t e, cudaStream_t s) {                            \
     return PG_AFTER_SUCCESS(PG_FORWARD(name, e, s),                                           \
                             pg_decide_event_recorded(e, pg_stream_of(s, ptsz)));              \
   }
@@ -71,7 +71,7 @@ PG_EVENT_RECORD(cudaEventRecord, false)
 PG_EVENT_RECORD(cudaEventRecord_ptsz, true)
 
 #define PG_EVENT_RECORD_FLAGS(name, ptsz)                                                     \
-  PG_INTERCEPT(cudaError_t, name, cudaEvent_t e, cudaStream_t s, unsigned int flags) {         \
+  PG_INTERCEPT(cudaError_t, name, cudaEvent_t e, cudaStream_t s, unsigned int flags) {        \
     return PG_AFTER_SUCCESS(PG_FORWARD(name, e, s, flags),                                    \
                             pg_decide_event_recorded(e, pg_stream_of(s, ptsz)));              \
   }
@@ -91,7 +91,7 @@ PG_INTERCEPT(cudaError_t, cudaEventQuery, cudaEvent_t e) {
 }
 
 #define PG_STREAM_WAIT_EVENT(name, ptsz)                                                      \
-  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaEvent_t e, unsigned int flags) {         \
+  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaEvent_t e, unsigned int flags) {        \
     return PG_AFTER_SUCCESS(PG_FORWARD(name, s, e, flags),                                    \
                             pg_decide_stream_waited_event(pg_stream_of(s, ptsz), e));         \
   }
@@ -117,7 +117,7 @@ typedef struct hostfn_call {
 
 static void run_hostfn(hostfn_call_t *c, cudaStream_t s, cudaError_t status) {
   while (!atomic_load_explicit(&c->ready, memory_order_acquire)) sched_yield();
-  pg_guard_t g = pg_shim_enter();
+  pg_reentry_t g = pg_shim_enter();
   pg_decide_hostfn_enter(&c->pos);
   pg_shim_leave(g);
   if (c->fn) c->fn(c->user);
@@ -154,7 +154,7 @@ static cudaError_t do_enqueue(void *arg) {
 static cudaError_t enqueue_hostfn(hostfn_enqueue_t *e, cudaStream_t resolved, cudaHostFn_t fn,
                                   cudaStreamCallback_t callback, void *user) {
   hostfn_call_t *c;
-  if ((!fn && !callback) || !pg_shim_active() || !(c = calloc(1, sizeof *c))) {
+  if ((!fn && !callback) || !pg_shim_start_tracking() || !(c = calloc(1, sizeof *c))) {
     e->call = NULL;
     return e->real(e);
   }
@@ -167,7 +167,7 @@ static cudaError_t enqueue_hostfn(hostfn_enqueue_t *e, cudaStream_t resolved, cu
     if (err != cudaSuccess) free(c);
     return err;
   }
-  pg_guard_t g = pg_shim_enter();
+  pg_reentry_t g = pg_shim_enter();
   cudaError_t err = pg_decide_hostfn_enqueue(resolved, do_enqueue, e, &c->pos);
   pg_shim_leave(g);
   if (err != cudaSuccess) {
@@ -180,10 +180,10 @@ static cudaError_t enqueue_hostfn(hostfn_enqueue_t *e, cudaStream_t resolved, cu
 
 #define PG_LAUNCH_HOST_FUNC(name, ptsz)                                                       \
   static cudaError_t real_##name(hostfn_enqueue_t *e) {                                       \
-    if (!e->call) return PG_FORWARD(name, e->stream, e->call_fn, e->call_user);              \
+    if (!e->call) return PG_FORWARD(name, e->stream, e->call_fn, e->call_user);               \
     return PG_FORWARD(name, e->stream, hostfn_trampoline, e->call);                           \
   }                                                                                           \
-  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaHostFn_t fn, void *user) {               \
+  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaHostFn_t fn, void *user) {              \
     hostfn_enqueue_t e = {.real = real_##name, .stream = s, .call_fn = fn, .call_user = user}; \
     return enqueue_hostfn(&e, pg_stream_of(s, ptsz), fn, NULL, user);                         \
   }
@@ -192,10 +192,10 @@ PG_LAUNCH_HOST_FUNC(cudaLaunchHostFunc_ptsz, true)
 
 #define PG_ADD_CALLBACK(name, ptsz)                                                           \
   static cudaError_t real_##name(hostfn_enqueue_t *e) {                                       \
-    if (!e->call) return PG_FORWARD(name, e->stream, e->call_cb, e->call_user, e->flags);    \
+    if (!e->call) return PG_FORWARD(name, e->stream, e->call_cb, e->call_user, e->flags);     \
     return PG_FORWARD(name, e->stream, callback_trampoline, e->call, e->flags);               \
   }                                                                                           \
-  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaStreamCallback_t cb, void *user,         \
+  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaStreamCallback_t cb, void *user,        \
                unsigned int flags) {                                                          \
     hostfn_enqueue_t e = {.real = real_##name, .stream = s, .flags = flags, .call_cb = cb,    \
                           .call_user = user};                                                 \
@@ -206,7 +206,7 @@ PG_ADD_CALLBACK(cudaStreamAddCallback_ptsz, true)
 
 /* ---- capture and graphs -------------------------------------------------------------------- */
 #define PG_BEGIN_CAPTURE(name, ptsz)                                                          \
-  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, enum cudaStreamCaptureMode mode) {           \
+  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, enum cudaStreamCaptureMode mode) {          \
     return PG_AFTER_SUCCESS(PG_FORWARD(name, s, mode),                                        \
                             pg_decide_capture_begun(pg_stream_of(s, ptsz)));                  \
   }
@@ -215,10 +215,10 @@ PG_BEGIN_CAPTURE(cudaStreamBeginCapture_ptsz, true)
 
 /* The capture ends whatever the result; a failed one leaves no graph to replay. */
 #define PG_END_CAPTURE(name, ptsz)                                                            \
-  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaGraph_t *graph) {                        \
+  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaGraph_t *graph) {                       \
     cudaError_t err = PG_FORWARD(name, s, graph);                                             \
-    if (pg_shim_active()) {                                                                   \
-      pg_guard_t g = pg_shim_enter();                                                         \
+    if (pg_shim_start_tracking()) {                                                           \
+      pg_reentry_t g = pg_shim_enter();                                                       \
       pg_decide_capture_ended(pg_stream_of(s, ptsz),                                          \
                               (err == cudaSuccess && graph) ? *graph : NULL);                 \
       pg_shim_leave(g);                                                                       \
@@ -230,7 +230,7 @@ PG_END_CAPTURE(cudaStreamEndCapture_ptsz, true)
 
 /* Observed only: the decision layer asks the real function itself when it must know. */
 #define PG_IS_CAPTURING(name)                                                                 \
-  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, enum cudaStreamCaptureStatus *status) {      \
+  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, enum cudaStreamCaptureStatus *status) {     \
     return PG_FORWARD(name, s, status);                                                       \
   }
 PG_IS_CAPTURING(cudaStreamIsCapturing)
@@ -239,8 +239,8 @@ PG_IS_CAPTURING(cudaStreamIsCapturing_ptsz)
 PG_INTERCEPT(cudaError_t, cudaGraphInstantiate, cudaGraphExec_t *exec, cudaGraph_t graph,
              unsigned long long flags) {
   cudaError_t err = PG_FORWARD(cudaGraphInstantiate, exec, graph, flags);
-  if (err == cudaSuccess && exec && pg_shim_active()) {
-    pg_guard_t g = pg_shim_enter();
+  if (err == cudaSuccess && exec && pg_shim_start_tracking()) {
+    pg_reentry_t g = pg_shim_enter();
     pg_decide_graph_instantiated(*exec, graph);
     pg_shim_leave(g);
   }
@@ -250,8 +250,8 @@ PG_INTERCEPT(cudaError_t, cudaGraphInstantiate, cudaGraphExec_t *exec, cudaGraph
 PG_INTERCEPT(cudaError_t, cudaGraphInstantiateWithFlags, cudaGraphExec_t *exec,
              cudaGraph_t graph, unsigned long long flags) {
   cudaError_t err = PG_FORWARD(cudaGraphInstantiateWithFlags, exec, graph, flags);
-  if (err == cudaSuccess && exec && pg_shim_active()) {
-    pg_guard_t g = pg_shim_enter();
+  if (err == cudaSuccess && exec && pg_shim_start_tracking()) {
+    pg_reentry_t g = pg_shim_enter();
     pg_decide_graph_instantiated(*exec, graph);
     pg_shim_leave(g);
   }
@@ -259,8 +259,8 @@ PG_INTERCEPT(cudaError_t, cudaGraphInstantiateWithFlags, cudaGraphExec_t *exec,
 }
 
 #define PG_GRAPH_LAUNCH(name, ptsz)                                                           \
-  PG_INTERCEPT(cudaError_t, name, cudaGraphExec_t exec, cudaStream_t s) {                      \
-    if (!pg_shim_active()) return PG_FORWARD(name, exec, s);                                  \
+  PG_INTERCEPT(cudaError_t, name, cudaGraphExec_t exec, cudaStream_t s) {                     \
+    if (!pg_shim_start_tracking()) return PG_FORWARD(name, exec, s);                          \
     pg_stack_t st;                                                                            \
     PG_CAPTURE(&st);                                                                          \
     return PG_AFTER_SUCCESS(PG_FORWARD(name, exec, s),                                        \

@@ -39,13 +39,13 @@ void pg_shim_warn(const char *fmt, ...) {
   pg_write_all(STDERR_FILENO, line, len);
 }
 
-pg_guard_t pg_shim_enter(void) {
-  pg_guard_t g = {inside_pinguard};
+pg_reentry_t pg_shim_enter(void) {
+  pg_reentry_t g = {inside_pinguard};
   inside_pinguard = true;
   return g;
 }
 
-void pg_shim_leave(pg_guard_t g) { inside_pinguard = g.was_inside; }
+void pg_shim_leave(pg_reentry_t g) { inside_pinguard = g.was_inside; }
 
 /* ---- lazy start ----------------------------------------------------------------------------- */
 static bool start_tracking(void) {
@@ -70,7 +70,7 @@ static bool start_tracking(void) {
   return true;
 }
 
-bool pg_shim_active(void) {
+bool pg_shim_start_tracking(void) {
   if (inside_pinguard) return false;
   if (atomic_load_explicit(&init_state, memory_order_acquire) != INIT_READY) return false;
   int t = atomic_load_explicit(&tracking_state, memory_order_acquire);
@@ -83,7 +83,7 @@ bool pg_shim_active(void) {
    * the start does is itself tracked. */
   pthread_mutex_lock(&start_lock);
   if (atomic_load(&tracking_state) == 0) {
-    pg_guard_t g = pg_shim_enter();
+    pg_reentry_t g = pg_shim_enter();
     bool ok = start_tracking();
     pg_shim_leave(g);
     if (!ok) pg_shim_warn("pinguard stays inert in this process: every call is forwarded");
@@ -134,7 +134,7 @@ __attribute__((constructor)) static void pg_shim_init(void) {
     atomic_store_explicit(&init_state, INIT_DUPLICATE, memory_order_release);
     return;
   }
-  pg_guard_t g = pg_shim_enter();
+  pg_reentry_t g = pg_shim_enter();
   pg_policy_init();        /* options: defaults < __pinguard_default_options < PINGUARD_OPTIONS */
   /* A static runtime's calls never reach pinguard: the first chance to say so is now. */
   if (pg_policy_options()->mode != PG_MODE_OFF) pg_shim_check_static_runtimes();
@@ -145,7 +145,7 @@ __attribute__((constructor)) static void pg_shim_init(void) {
 
 __attribute__((destructor)) static void pg_shim_fini(void) {
   if (atomic_load(&init_state) != INIT_READY) return;
-  pg_guard_t g = pg_shim_enter();
+  pg_reentry_t g = pg_shim_enter();
   if (pg_policy_options()->mode != PG_MODE_OFF) pg_shim_check_static_runtimes(); /* dlopen()ed */
   int status = pg_policy_finish(); /* prints the summary; non-negative: exit with this status */
   pg_shim_leave(g);

@@ -1,21 +1,40 @@
-/* pg_intercept.h: how the shim defines an interposed CUDA entry point and reaches the real one.
+/* pg_intercept.h: how the shim defines an interposed entry point and reaches the real one.
  *
- * How to add an interceptor:
- *   1. Add `PG_HOOK(name, 0)` to pg_hooks.inc (and a _ptsz twin if the runtime has one; declare
- *      its prototype below if the CUDA header does not).
- *   2. In the shim file for its concern, write
- *        PG_INTERCEPT(cudaError_t, name, params...) {
- *          if (!pg_shim_active()) return PG_REAL(name)(args...);
- *          ... tell policy/tracker, forward with PG_REAL(name)(args...), record the result ...
+ * How to add an interceptor (one hook row, one body, one test):
+ *   1. The hook table: add `PG_HOOK(cudart, name, 0)` to pg_hooks.inc, and a row for its _ptsz
+ *      twin if the runtime has one (declare the twin below with PG_DECLARE_PTSZ if the CUDA
+ *      header does not). PG_INTERCEPT does not compile without the row.
+ *   2. The body, in the shim file for its concern (copies: pg_cuda_copy.c, launches:
+ *      pg_cuda_kernel.c, pinning, ordering and completion: pg_cuda_pinning.c, pg_cuda_sync.c).
+ *      For an asynchronous operation that touches host memory, with the helpers of pg_op.h:
+ *        PG_INTERCEPT(cudaError_t, name, void *dst, const void *src, size_t n, cudaStream_t s) {
+ *          if (!pg_shim_start_tracking()) return PG_FORWARD(name, dst, src, n, s);
+ *          pg_op_t op;
+ *          pg_op_begin(&op, #name, "what it does", s, false);   (true for the _ptsz twin)
+ *          PG_CAPTURE(&op.stack);
+ *          pg_op_add_span(&op, src, n, PG_DIR_READ);            (one per host operand)
+ *          return PG_TRACKED_CALL(&op, PG_FORWARD(name, dst, src, n, s));
  *        }
- *   3. Add the name to libpinguard.map. The export test checks that nothing else leaks.
- * Bodies stay short: the work belongs in policy/ and tracker/, which have unit tests. */
+ *      A macro taking (name, ptsz) gives the plain and _ptsz definitions one body. Any other call
+ *      brackets its one core call (pg_decide.h) with pg_shim_enter / pg_shim_leave, so that what
+ *      core does is not tracked itself, and forwards with PG_FORWARD (the real function, or
+ *      cudaErrorSharedObjectSymbolNotFound when the runtime lacks it). Bodies stay short: the
+ *      decisions belong in core/, which has unit tests.
+ *   3. The test: a case in tests/e2e (a program run under LD_PRELOAD against tests/simcuda; give
+ *      simcuda the entry point if it lacks it), wired in tests/e2e/CMakeLists.txt.
+ * Exporting needs nothing more for a cuda* name (libpinguard.map exports cuda*); any other name
+ * goes into libpinguard.map and the allow list of tests/e2e/check_exports.sh, which checks that
+ * nothing else leaks. A libc call is a `PG_HOOK(libc, name, 0)` row and a PG_IO row in
+ * pg_syscalls.c (see there). */
 #ifndef PG_INTERCEPT_H
 #define PG_INTERCEPT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <cuda_runtime_api.h>
+
+#include "pg_export.h"
 
 /* ---- prototypes the CUDA header only declares in per-thread-default-stream builds ---------- */
 #define PG_DECLARE_PTSZ(name) extern __typeof__(name) name##_ptsz
@@ -47,8 +66,9 @@ PG_DECLARE_PTSZ(__cudaLaunchKernel);
 
 /* cudaMemcpyBatchAsync changed ABI between 12.8 (9 arguments, with size_t *failIdx) and 13.0
  * (8 arguments). We export one definition with the 12.8 shape: a 13.0 caller passes the stream
- * where we see `fail_idx` and leaves the 9th argument unset; pg_batch_abi() says which reading is
- * right, from cudaRuntimeGetVersion at run time (never from the compile-time CUDART_VERSION). */
+ * where we see `fail_idx` and leaves the 9th argument unset; pg_cuda_copy.c's batch_abi_is_128()
+ * says which reading is right, from cudaRuntimeGetVersion at run time (never from the
+ * compile-time CUDART_VERSION). */
 typedef cudaError_t (*pg_batch_fn_13)(void *const *dsts, const void *const *srcs,
                                       const size_t *sizes, size_t count,
                                       struct cudaMemcpyAttributes *attrs, size_t *attrs_idxs,
@@ -58,19 +78,30 @@ typedef cudaError_t (*pg_batch_fn_128)(void *const *dsts, const void *const *src
                                        struct cudaMemcpyAttributes *attrs, size_t *attrs_idxs,
                                        size_t num_attrs, size_t *fail_idx, cudaStream_t stream);
 
-/* ---- the hook table (one entry per PG_HOOK line) ------------------------------------------- */
+/* ---- the hook table (one entry per PG_HOOK row of pg_hooks.inc) ------------------------------ */
 enum pg_hook_id {
-#define PG_HOOK(name, required) PG_HOOK_ID_##name,
+#define PG_HOOK(lib, name, required) PG_HOOK_ID_##name,
 #include "pg_hooks.inc"
 #undef PG_HOOK
   PG_HOOK_COUNT
 };
 
-/* Returns the real function for a hook, resolving it on first use; NULL if it cannot be found
- * (a warning is printed once for that name). Lock-free: the slot is an atomic pointer. */
-void *pg_real(enum pg_hook_id id);
+/* The resolved real functions, one lock-free slot per row: NULL until first resolved. */
+extern _Atomic(void *) pg_hook_real_fn[PG_HOOK_COUNT];
 
-/* PG_REAL(name) is the real function with its exact prototype. */
+/* Resolves a row (pg_resolve.c); NULL if the real function cannot be found (for libcudart and
+ * libcuda rows a warning is printed once for that name). Never allocates beyond what dlsym
+ * does, takes no lock of its own, and refuses an address inside libpinguard.so itself. */
+void *pg_real_slow(enum pg_hook_id id);
+
+/* Returns the real function for a row, resolving it on first use. Safe before constructors
+ * run, from a sanitizer's start-up and from a signal handler (once resolved: one atomic load). */
+static inline void *pg_real(enum pg_hook_id id) {
+  void *fn = atomic_load_explicit(&pg_hook_real_fn[id], memory_order_acquire);
+  return __builtin_expect(fn != NULL, 1) ? fn : pg_real_slow(id);
+}
+
+/* PG_REAL(name) is the real function with its exact prototype (NULL if it does not exist). */
 #define PG_REAL(name) ((__typeof__(&name))pg_real(PG_HOOK_ID_##name))
 
 /* Calls the real function, or returns cudaErrorSharedObjectSymbolNotFound if it does not exist
@@ -81,9 +112,34 @@ void *pg_real(enum pg_hook_id id);
     real_ ? real_(__VA_ARGS__) : cudaErrorSharedObjectSymbolNotFound;           \
   })
 
-/* Defines an exported interceptor. */
-#define PG_INTERCEPT(ret, name, ...) \
-  __attribute__((visibility("default"))) ret name(__VA_ARGS__)
+/* PG_WRAPPER(name, decl): records the address of pinguard's own definition of the exported
+ * symbol `name` (whose C declaration is `decl`: name itself, or the C name behind an assembler
+ * label) in the hidden constant pg_wrapper_<name>, which the hook table picks up (weakly: rows
+ * without a wrapper read NULL). The address is taken through a hidden alias, so it is always
+ * this object's definition, whatever else the process exports under that name. A wrapper
+ * without a PG_HOOK row does not compile. */
+#define PG_WRAPPER(name, decl)                                                                \
+  _Static_assert(PG_HOOK_ID_##name < PG_HOOK_COUNT, "no PG_HOOK row for " #name);            \
+  extern __typeof__(decl) pg_self_##name                                                     \
+      __attribute__((copy(decl), alias(#name), visibility("hidden")));                       \
+  __attribute__((visibility("hidden"))) const void *const pg_wrapper_##name =                \
+      (const void *)&pg_self_##name
+
+/* Defines an exported interceptor of `name` (which needs a PG_HOOK row) and records its
+ * address (PG_WRAPPER). Follow it with the body. */
+#define PG_INTERCEPT(ret, name, ...)    \
+  PG_EXPORT ret name(__VA_ARGS__);      \
+  PG_WRAPPER(name, name);               \
+  PG_EXPORT ret name(__VA_ARGS__)
+
+/* pinguard's own definition of a row's name (what an application asking the runtime or the
+ * driver for an entry point by name should be handed), or NULL when pinguard defines none or
+ * the name has no row. By name: a linear search, for cold paths only. */
+const void *pg_hook_wrapper_id(enum pg_hook_id id);
+const void *pg_hook_wrapper(const char *name);
+
+/* True if p lies inside this object (libpinguard.so): the resolver refuses such a result. */
+bool pg_hook_is_own(const void *p);
 
 /* The runtime's version (e.g. 13000, 12080), asked once through the real
  * cudaRuntimeGetVersion; 0 if unknown. Never called from a constructor. */
@@ -91,17 +147,21 @@ int pg_runtime_version(void);
 
 /* ---- state every interceptor consults ------------------------------------------------------ */
 
-/* True when this call should be tracked: options say audit or enforce, the required hooks
- * resolved, and the calling thread is not already inside pinguard (reentrancy). */
-bool pg_shim_active(void);
+/* Every CUDA interceptor's first call. Starts tracking on the first call that wants it (resolves
+ * the required hooks, fills the device operations, starts core: never from a constructor), then
+ * says whether this call is tracked: options say audit or enforce, tracking started, and the
+ * calling thread is not already inside pinguard (reentrancy). */
+bool pg_shim_start_tracking(void);
 
 /* True only once tracking has started (never starts it): for the libc interposers, which run
  * in every process and must cost nothing where CUDA is never used. */
 bool pg_shim_tracking(void);
 
-/* Thread-local reentrancy guard: pinguard's own calls (reports, waits) are never tracked. */
-typedef struct pg_guard { bool was_inside; } pg_guard_t;
-pg_guard_t pg_shim_enter(void);
-void pg_shim_leave(pg_guard_t g);
+/* The thread-local reentrancy token (nothing to do with guard pages): between pg_shim_enter and
+ * pg_shim_leave the thread is inside pinguard, and pinguard's own calls (reports, waits, the
+ * events it records) are never tracked. Nests: leave restores what enter found. */
+typedef struct pg_reentry { bool was_inside; } pg_reentry_t;
+pg_reentry_t pg_shim_enter(void);
+void pg_shim_leave(pg_reentry_t r);
 
 #endif /* PG_INTERCEPT_H */

@@ -1,68 +1,106 @@
-/* pg_resolve.c: finds the real libcudart functions behind pinguard's interceptors, lazily.
- * Order (interposition.md): dlvsym(RTLD_NEXT, name, "libcudart.so.<major>"), then
- * dlsym(RTLD_NEXT, name), then dlopen(RTLD_NOLOAD) of an already-loaded libcudart. A result that
- * lies inside libpinguard.so itself is our own wrapper and is refused. */
+/* pg_resolve.c: the hook table (pg_hooks.inc) and its one resolver, which finds the real
+ * function behind each row lazily, by the row's library:
+ *   cudart: dlvsym(RTLD_NEXT, name, "libcudart.so.<major>"), then dlsym(RTLD_NEXT, name), then
+ *           dlopen(RTLD_NOLOAD) of an already-loaded libcudart (interposition.md);
+ *   cuda:   (no rows yet) dlsym(RTLD_NEXT, name), then a RTLD_NOLOAD dlopen of libcuda.so.1;
+ *   libc:   dlsym(RTLD_NEXT, name).
+ * For every library, a result that lies inside libpinguard.so itself is our own wrapper and is
+ * refused. The libc rows are resolved from interposers that may run before any constructor,
+ * from a sanitizer's start-up, or from the fault handler (sigaction): this file allocates
+ * nothing beyond what dlsym itself does, takes no lock of its own (each slot is an atomic
+ * pointer; racing resolvers find the same address, the last store wins harmlessly), and is
+ * built without sanitizer instrumentation. */
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "pg_intercept.h"
 #include "pg_shim.h"
 
+enum pg_lib { PG_LIB_cudart, PG_LIB_cuda, PG_LIB_libc };
+
+/* pinguard's own wrappers: each PG_WRAPPER defines one; a row without one reads NULL. */
+#define PG_HOOK(lib, n, req) \
+  extern const void *const pg_wrapper_##n __attribute__((weak, visibility("hidden")));
+#include "pg_hooks.inc"
+#undef PG_HOOK
+
 typedef struct pg_hook {
   const char *name;
+  unsigned char lib;            /* enum pg_lib */
   bool required;
-  _Atomic(void *) fn;
-  atomic_bool warned;
+  const void *const *wrapper;   /* &pg_wrapper_<name>, NULL when pinguard defines none */
 } pg_hook_t;
 
-static pg_hook_t hooks[PG_HOOK_COUNT] = {
-#define PG_HOOK(n, req) [PG_HOOK_ID_##n] = {.name = #n, .required = (req)},
+static const pg_hook_t hooks[PG_HOOK_COUNT] = {
+#define PG_HOOK(l, n, req)                                                                   \
+  [PG_HOOK_ID_##n] = {.name = #n, .lib = PG_LIB_##l, .required = (req),                      \
+                      .wrapper = &pg_wrapper_##n},
 #include "pg_hooks.inc"
 #undef PG_HOOK
 };
 
+_Atomic(void *) pg_hook_real_fn[PG_HOOK_COUNT];
+static atomic_bool warned[PG_HOOK_COUNT];
+
+/* The bounds of this object, from the linker: an address between them is pinguard's own. */
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+extern const char _end[] __attribute__((visibility("hidden")));
+
+bool pg_hook_is_own(const void *p) {
+  return p && (const char *)p >= __ehdr_start && (const char *)p < _end;
+}
+
+static void *accept(void *fn) { return pg_hook_is_own(fn) ? NULL : fn; }
+
 /* The libcudart majors we know; tried newest first. */
 static const char *const cudart_versions[] = {"libcudart.so.13", "libcudart.so.12"};
 static const char *const cudart_sonames[] = {"libcudart.so.13", "libcudart.so.12"};
+static const char *const cuda_sonames[] = {"libcuda.so.1"};
 
-static bool is_ours(void *fn) {
-  Dl_info mine, theirs;
-  if (!dladdr((void *)&pg_real, &mine) || !dladdr(fn, &theirs)) return false;
-  return mine.dli_fbase == theirs.dli_fbase;
+/* A library loaded only into an RTLD_LOCAL scope (Python extension modules): RTLD_NEXT cannot
+ * see it, but a NOLOAD dlopen finds it without loading anything new. */
+static void *lookup_noload(const char *name, const char *soname, const char *version) {
+  void *h = dlopen(soname, RTLD_NOLOAD | RTLD_LAZY);
+  if (!h) return NULL;
+  void *fn = version ? accept(dlvsym(h, name, version)) : NULL;
+  if (!fn) fn = accept(dlsym(h, name));
+  dlclose(h); /* drops only the reference NOLOAD added */
+  return fn;
 }
 
-static void *accept(void *fn) { return (fn && !is_ours(fn)) ? fn : NULL; }
-
-static void *lookup(const char *name) {
+static void *lookup(const pg_hook_t *h) {
   void *fn;
-  for (size_t i = 0; i < sizeof cudart_versions / sizeof *cudart_versions; i++)
-    if ((fn = accept(dlvsym(RTLD_NEXT, name, cudart_versions[i])))) return fn;
-  if ((fn = accept(dlsym(RTLD_NEXT, name)))) return fn;
-  /* libcudart loaded only into an RTLD_LOCAL scope (Python extension modules): RTLD_NEXT cannot
-   * see it, but a NOLOAD dlopen finds it without loading anything new. */
-  for (size_t i = 0; i < sizeof cudart_sonames / sizeof *cudart_sonames; i++) {
-    void *h = dlopen(cudart_sonames[i], RTLD_NOLOAD | RTLD_LAZY);
-    if (!h) continue;
-    fn = accept(dlvsym(h, name, cudart_versions[i]));
-    if (!fn) fn = accept(dlsym(h, name));
-    dlclose(h); /* drops only the reference NOLOAD added */
-    if (fn) return fn;
+  switch ((enum pg_lib)h->lib) {
+    case PG_LIB_cudart:
+      for (size_t i = 0; i < sizeof cudart_versions / sizeof *cudart_versions; i++)
+        if ((fn = accept(dlvsym(RTLD_NEXT, h->name, cudart_versions[i])))) return fn;
+      if ((fn = accept(dlsym(RTLD_NEXT, h->name)))) return fn;
+      for (size_t i = 0; i < sizeof cudart_sonames / sizeof *cudart_sonames; i++)
+        if ((fn = lookup_noload(h->name, cudart_sonames[i], cudart_versions[i]))) return fn;
+      return NULL;
+    case PG_LIB_cuda:
+      if ((fn = accept(dlsym(RTLD_NEXT, h->name)))) return fn;
+      for (size_t i = 0; i < sizeof cuda_sonames / sizeof *cuda_sonames; i++)
+        if ((fn = lookup_noload(h->name, cuda_sonames[i], NULL))) return fn;
+      return NULL;
+    case PG_LIB_libc:
+      return accept(dlsym(RTLD_NEXT, h->name));
   }
   return NULL;
 }
 
-void *pg_real(enum pg_hook_id id) {
-  pg_hook_t *h = &hooks[id];
-  void *fn = atomic_load_explicit(&h->fn, memory_order_acquire);
+void *pg_real_slow(enum pg_hook_id id) {
+  const pg_hook_t *h = &hooks[id];
+  void *fn = atomic_load_explicit(&pg_hook_real_fn[id], memory_order_acquire);
   if (fn) return fn;
-  fn = lookup(h->name); /* racing resolvers find the same address; last store wins harmlessly */
+  fn = lookup(h);
   if (fn) {
-    atomic_store_explicit(&h->fn, fn, memory_order_release);
-  } else if (!atomic_exchange(&h->warned, true)) {
+    atomic_store_explicit(&pg_hook_real_fn[id], fn, memory_order_release);
+  } else if (h->lib != PG_LIB_libc && !atomic_exchange(&warned[id], true)) {
+    /* A missing libc row is no surprise (an older glibc, libaio not loaded): its interposer
+     * fails the call as the absent function would, without a word. */
     pg_shim_warn("cannot find the real %s; calls to it fail with "
                  "cudaErrorSharedObjectSymbolNotFound%s", h->name,
                  h->required ? " and pinguard stays inert" : "");
@@ -75,6 +113,18 @@ bool pg_resolve_required(void) {
   for (int i = 0; i < PG_HOOK_COUNT; i++)
     if (hooks[i].required && !pg_real((enum pg_hook_id)i)) ok = false;
   return ok;
+}
+
+const void *pg_hook_wrapper_id(enum pg_hook_id id) {
+  if ((unsigned)id >= PG_HOOK_COUNT || !hooks[id].wrapper) return NULL;
+  return *hooks[id].wrapper;
+}
+
+const void *pg_hook_wrapper(const char *name) {
+  if (!name) return NULL;
+  for (int i = 0; i < PG_HOOK_COUNT; i++)
+    if (strcmp(hooks[i].name, name) == 0) return pg_hook_wrapper_id((enum pg_hook_id)i);
+  return NULL;
 }
 
 int pg_runtime_version(void) {

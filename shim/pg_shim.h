@@ -1,5 +1,6 @@
 /* pg_shim.h: what the shim's files share with each other (not with tracker/ or policy/):
- * initialization state, warnings, and the helpers interceptors use to describe a call. */
+ * initialization state, warnings, and the small helpers interceptors use to describe a call
+ * (the op-building ones are in pg_op.h). */
 #ifndef PG_SHIM_H
 #define PG_SHIM_H
 

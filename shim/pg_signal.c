@@ -39,15 +39,9 @@ static int slot_of(int sig) {
   return -1;
 }
 
-static sigaction_fn real_sigaction(void) {
-  static _Atomic(sigaction_fn) fn;
-  sigaction_fn f = atomic_load_explicit(&fn, memory_order_acquire);
-  if (!f) {
-    f = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
-    atomic_store_explicit(&fn, f, memory_order_release);
-  }
-  return f;
-}
+/* The real sigaction, through the hook table: one atomic load once resolved (which
+ * pg_signal_install does, before the handler can run). */
+static sigaction_fn real_sigaction(void) { return PG_REAL(sigaction); }
 
 /* ---- chaining to the application's handler ---------------------------------------------------- */
 /* A fault raised by the CPU (not by kill or raise) cannot be ignored: the kernel kills the
@@ -167,13 +161,13 @@ static void handle_fault(void *arg) {
     return;
   }
   stale_page = 0;
-  pg_guard_t g = pg_shim_enter();
+  pg_reentry_t r = pg_shim_enter();
   pg_stack_t st;
   pg_decide_fault_stack(&st, (void *)f->uc->uc_mcontext.gregs[REG_RIP],
                         (void *)f->uc->uc_mcontext.gregs[REG_RBP]);
   bool is_write = (f->uc->uc_mcontext.gregs[REG_ERR] & 2) != 0; /* x86 page-fault error code */
   pg_decide_cpu_fault(addr, is_write, &st);
-  pg_shim_leave(g);
+  pg_shim_leave(r);
   f->handled = true;
 }
 
@@ -251,8 +245,8 @@ void pg_signal_install(bool single_steps) {
 }
 
 /* ---- interposers ------------------------------------------------------------------------------ */
-__attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction *act,
-                                                     struct sigaction *oldact) {
+PG_WRAPPER(sigaction, sigaction);
+PG_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact) {
   int slot = slot_of(sig);
   if (slot < 0 || !atomic_load_explicit(&installed, memory_order_acquire))
     return real_sigaction()(sig, act, oldact);
@@ -261,7 +255,8 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
   return 0;
 }
 
-__attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler) {
+PG_WRAPPER(signal, signal);
+PG_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
   /* glibc's signal() has BSD semantics: SA_RESTART, handler kept after delivery. */
   struct sigaction act, old;
   memset(&act, 0, sizeof act);

@@ -11,7 +11,8 @@
  *
  * The whole family is the table below, one PG_IO row per exported name. The calls deliberately
  * not here (io_uring, ioctl, syscall(2), glibc's internal entry points, ...) are listed
- * with the reason in docs/GUARD.md. To add a call: one row here, its name in libpinguard.map and
+ * with the reason in docs/GUARD.md. To add a call: one row here, its PG_HOOK(libc, ...) row in
+ * pg_hooks.inc, its name in libpinguard.map and
  * in tests/e2e/check_exports.sh, and a case in tests/e2e/guard_io.c. */
 #include <aio.h>
 #include <dlfcn.h>
@@ -36,19 +37,6 @@
 #undef fread_unlocked
 #undef fwrite_unlocked
 
-/* The real libc function, looked up once (dlsym(RTLD_NEXT) skips our own definition). */
-#define PG_LIBC(name)                                                                  \
-  __extension__({                                                                      \
-    static _Atomic(__typeof__(&name)) real_;                                           \
-    __typeof__(&name) f_ = atomic_load_explicit(&real_, memory_order_acquire);         \
-    if (!f_) {                                                                         \
-      f_ = (__typeof__(&name))dlsym(RTLD_NEXT, #name);                                 \
-      atomic_store_explicit(&real_, f_, memory_order_release);                         \
-    }                                                                                  \
-    f_;                                                                                \
-  })
-
-#define PG_EXPORT __attribute__((visibility("default")))
 #define PG_INLINE static inline __attribute__((always_inline))
 
 /* Checks [p, p+n) before the kernel reads it (kernel_writes false: only device writes conflict)
@@ -63,7 +51,7 @@ static __attribute__((noinline)) void check(const void *p, size_t n, bool kernel
   }
   pg_stack_t st;
   pg_stack_capture(&st, 2, PG_STACK_MAX); /* past check and the interposer */
-  pg_guard_t g = pg_shim_enter();
+  pg_reentry_t g = pg_shim_enter();
   pg_decide_syscall(p, n, kernel_writes, call, &st);
   pg_shim_leave(g);
 }
@@ -128,11 +116,14 @@ PG_INLINE void check_kiocb(const struct iocb *cb, const char *call) {
 }
 
 /* PG_IO(ret, name, label, (params), (args), checks): defines name(params), which runs `checks`
- * once tracking has started, keeping errno, then returns the real name(args). In `checks`, the
+ * once tracking has started, keeping errno, then returns the real name(args), found through its
+ * PG_HOOK(libc, name, 0) row of pg_hooks.inc (which every row here needs). In `checks`, the
  * kernel READS or FILLS the buffers named; `call_` is the label reports give the call. A libc
  * without the call (an older glibc keeps aio and message queues in librt) makes it fail with
  * ENOSYS, should a program that found our definition through dlsym call it. */
 #define PG_IO(ret, name, label, params, args, checks)                                  \
+  PG_EXPORT ret name params;                                                           \
+  PG_WRAPPER(name, name);                                                              \
   PG_EXPORT ret name params {                                                          \
     if (pg_shim_tracking()) {                                                          \
       const char *call_ = label;                                                       \
@@ -140,7 +131,7 @@ PG_INLINE void check_kiocb(const struct iocb *cb, const char *call) {
       checks;                                                                          \
       errno = errno_;                                                                  \
     }                                                                                  \
-    __typeof__(&name) fn_ = PG_LIBC(name);                                             \
+    __typeof__(&name) fn_ = PG_REAL(name);                                             \
     if (__builtin_expect(!fn_, 0)) {                                                   \
       errno = ENOSYS;                                                                  \
       return (ret)-1;                                                                  \
@@ -168,6 +159,7 @@ extern size_t __fread_chk(void *p, size_t plen, size_t size, size_t n, FILE *f);
 extern size_t __fread_unlocked_chk(void *p, size_t plen, size_t size, size_t n, FILE *f);
 /* Linux AIO has no libc wrapper: this is libaio's, whose io_context_t is the kernel's handle. */
 extern int io_submit(aio_context_t ctx, long nr, struct iocb **ios);
+PG_WRAPPER(io_submit, io_submit);
 
 /* ---- the kernel reads the buffer ----------------------------------------------------------- */
 PG_IO(ssize_t, write, "write(2)", (int fd, const void *buf, size_t n), (fd, buf, n),
@@ -319,6 +311,6 @@ PG_EXPORT int io_submit(aio_context_t ctx, long nr, struct iocb **ios) {
     for (long i = 0; ios && i < nr; i++) check_kiocb(ios[i], "io_submit(2)");
     errno = errno_;
   }
-  __typeof__(&io_submit) real = PG_LIBC(io_submit);
+  __typeof__(&io_submit) real = PG_REAL(io_submit);
   return real ? real(ctx, nr, ios) : -ENOSYS;
 }

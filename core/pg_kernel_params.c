@@ -1,0 +1,143 @@
+/* pg_kernel_params.c: the kernel parameter layout cache, the kernel handle table and the pointer
+ * scan of a launch's arguments (pg_kernel_params.h). */
+#include "pg_kernel_params.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_stats.h"
+
+/* ---- one lock-free table: pointer key -> entry --------------------------------------------- */
+/* Every entry starts with its key. A slot is written once (NULL -> entry) and never again. */
+typedef struct kp_entry {
+  const void *key;
+} kp_entry_t;
+
+typedef struct kp_table {
+  _Atomic(kp_entry_t *) *slots;
+  size_t cap, probes;
+} kp_table_t;
+
+static size_t kp_hash(const void *key) { return (size_t)(((uintptr_t)key >> 4) * 0x9E3779B97F4A7C15ull); }
+
+/* The entry for key, or NULL. *room (if given) says whether an empty slot was met within the
+ * probe limit, i.e. whether inserting can succeed. */
+static kp_entry_t *kp_find(const kp_table_t *t, const void *key, bool *room) {
+  size_t h = kp_hash(key);
+  if (room) *room = false;
+  for (size_t probe = 0; probe < t->probes; probe++) {
+    kp_entry_t *e = atomic_load_explicit(&t->slots[(h + probe) % t->cap], memory_order_acquire);
+    if (!e) {
+      if (room) *room = true;
+      return NULL;
+    }
+    if (e->key == key) return e;
+  }
+  return NULL;
+}
+
+/* Publishes fresh (whose key is set) unless an entry for that key is already there: returns the
+ * entry that holds the key afterwards, fresh or the other, or NULL when there is no room. */
+static kp_entry_t *kp_insert(kp_table_t *t, kp_entry_t *fresh) {
+  size_t h = kp_hash(fresh->key);
+  for (size_t probe = 0; probe < t->probes; probe++) {
+    _Atomic(kp_entry_t *) *slot = &t->slots[(h + probe) % t->cap];
+    kp_entry_t *e = atomic_load_explicit(slot, memory_order_acquire);
+    if (!e) {
+      kp_entry_t *expected = NULL;
+      if (atomic_compare_exchange_strong_explicit(slot, &expected, fresh, memory_order_acq_rel,
+                                                  memory_order_acquire))
+        return fresh;
+      e = expected; /* another thread filled the slot first */
+    }
+    if (e->key == fresh->key) return e;
+  }
+  return NULL;
+}
+
+/* ---- function layouts ------------------------------------------------------------------------ */
+#define KP_FUNCS 1024
+typedef struct func_entry {
+  kp_entry_t hdr; /* key: the function */
+  pg_kparams_t kp;
+} func_entry_t;
+
+static _Atomic(kp_entry_t *) func_slots[KP_FUNCS];
+static kp_table_t funcs = {func_slots, KP_FUNCS, 16};
+
+const pg_kparams_t *pg_kparams_get(const void *func, pg_kparams_describe_fn describe) {
+  if (!func) return NULL;
+  bool room;
+  kp_entry_t *e = kp_find(&funcs, func, &room);
+  if (e) return &((func_entry_t *)e)->kp;
+  if (!room || !describe) return NULL; /* full in this neighbourhood: the caller scans nothing */
+  func_entry_t *fresh = calloc(1, sizeof *fresh);
+  if (!fresh) return NULL;
+  fresh->hdr.key = func;
+  fresh->kp.func = func;
+  fresh->kp.name = "kernel";
+  if (!describe(func, &fresh->kp)) {
+    free(fresh); /* not cached: asked again at a later launch */
+    return NULL;
+  }
+  if (!fresh->kp.name) fresh->kp.name = "kernel";
+  if (fresh->kp.nparams > PG_KP_MAX_PARAMS) fresh->kp.nparams = PG_KP_MAX_PARAMS;
+  e = kp_insert(&funcs, &fresh->hdr);
+  if (e != &fresh->hdr) free(fresh); /* another thread described it first, or no room left */
+  return e ? &((func_entry_t *)e)->kp : NULL;
+}
+
+/* ---- the pointer scan ------------------------------------------------------------------------- */
+/* Each 8-aligned word (alignment relative to the argument buffer's layout, as the device sees
+ * it) of each parameter; words below 4096 are counts, flags or NULL, never host addresses. */
+static void scan(pg_op_t *op, const pg_kparams_t *kp, void *const *args) {
+  for (int i = 0; i < kp->nparams && args; i++) {
+    const char *val = args[i];
+    if (!val) continue;
+    size_t off = kp->offset[i], sz = kp->size[i];
+    size_t first = (8 - off % 8) % 8; /* first 8-aligned word, relative to the parameter */
+    for (size_t k = first; k + 8 <= sz; k += 8) {
+      uintptr_t word;
+      memcpy(&word, val + k, sizeof word);
+      if (word < 4096) continue;
+      if (op->nspans >= PG_OP_MAX_SPANS) return;
+      op->spans[op->nspans++] =
+          (pg_span_t){.p = (const void *)word, .n = 0, .dir = PG_DIR_UNKNOWN};
+    }
+  }
+}
+
+void pg_kparams_build_op(pg_op_t *op, const pg_kparams_t *kp, void *const *args) {
+  if (kp) op->what = kp->name;
+  if (kp && kp->nparams > 0)
+    scan(op, kp, args);
+  else
+    pg_stat_inc(PG_STAT_KERNELS_UNSCANNED);
+}
+
+/* ---- kernel handles ---------------------------------------------------------------------------- */
+#define KP_HANDLES 4096
+typedef struct handle_entry {
+  kp_entry_t hdr; /* key: the handle */
+  const void *func;
+} handle_entry_t;
+
+static _Atomic(kp_entry_t *) handle_slots[KP_HANDLES];
+static kp_table_t handles = {handle_slots, KP_HANDLES, 64};
+
+void pg_kparams_remember_handle(const void *handle, const void *func) {
+  if (!handle) return;
+  bool room;
+  if (kp_find(&handles, handle, &room) || !room) return;
+  handle_entry_t *fresh = malloc(sizeof *fresh);
+  if (!fresh) return;
+  fresh->hdr.key = handle;
+  fresh->func = func;
+  if (kp_insert(&handles, &fresh->hdr) != &fresh->hdr) free(fresh);
+}
+
+const void *pg_kparams_func_of_handle(const void *handle) {
+  kp_entry_t *e = handle ? kp_find(&handles, handle, NULL) : NULL;
+  return e ? ((handle_entry_t *)e)->func : NULL;
+}

@@ -1,0 +1,51 @@
+/* pg_kernel_params.h: what a kernel launch touches. A kernel reaches pinned host memory through
+ * raw pointers in its parameters (problem.md), so every 8-byte-aligned word of every parameter
+ * that could be an address becomes a span of unknown direction, up to the end of the region it
+ * points into (n == 0; pg_decide_before_op keeps only the words inside tracked regions).
+ *
+ * The parameter layout (offsets and sizes) is asked of the API layer once per function, through
+ * a callback (the runtime answers with cudaFuncGetParamInfo), and cached. Launches that name a
+ * kernel handle instead of the function (nvcc 13's __cudaLaunchKernel) find the function through
+ * the handles remembered when they were made. Both caches are one lock-free table
+ * implementation: fixed-size open addressing, each slot published once with a compare-and-swap
+ * and never freed, so readers take no lock and a launch never allocates once its kernel is
+ * known. A process with more kernels than fit (1024 functions, 4096 handles, in any one probe
+ * neighbourhood) launches the rest unscanned. */
+#ifndef PG_KERNEL_PARAMS_H
+#define PG_KERNEL_PARAMS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pg_decide.h" /* pg_op_t */
+
+#define PG_KP_MAX_PARAMS 64
+
+typedef struct pg_kparams {
+  const void *func;
+  const char *name;  /* the kernel's name, "kernel" when the API layer gives none */
+  int nparams;       /* -1: the API layer gave no parameter information */
+  uint16_t offset[PG_KP_MAX_PARAMS];
+  uint16_t size[PG_KP_MAX_PARAMS];
+} pg_kparams_t;
+
+/* Fills kp (func is already set) for a function: nparams and offsets/sizes, or nparams -1 when
+ * there is no information (cached like any answer); name. Returns false when it could not ask
+ * now: nothing is cached and the next launch asks again. */
+typedef bool (*pg_kparams_describe_fn)(const void *func, pg_kparams_t *kp);
+
+/* The cached layout of func, described on first sight; NULL when describe declined or the cache
+ * has no room for it. */
+const pg_kparams_t *pg_kparams_get(const void *func, pg_kparams_describe_fn describe);
+
+/* Fills a kernel launch's op from its layout and argument array: op->what becomes the kernel's
+ * name and each plausible pointer word a span. Without a layout (kp NULL or nparams <= 0) the
+ * launch is counted unscanned (print_stats) and gets no span. */
+void pg_kparams_build_op(pg_op_t *op, const pg_kparams_t *kp, void *const *args);
+
+/* Kernel handles (cudaKernel_t, CUkernel): remember the function one was made for, and find it
+ * again at launch (NULL: a handle never seen made). The first function remembered wins. */
+void pg_kparams_remember_handle(const void *handle, const void *func);
+const void *pg_kparams_func_of_handle(const void *handle);
+
+#endif /* PG_KERNEL_PARAMS_H */

@@ -1,0 +1,192 @@
+/* test_kernel_params.c: core/pg_kernel_params.c linked directly, with a fake describer standing
+ * in for the runtime. Covered: a layout is described once per function and cached, a describer
+ * that declines is asked again, "no information" is cached and counted unscanned at each
+ * launch; the scan takes each 8-aligned word of each parameter (offsets that are not a multiple
+ * of 8 included), skips small words and NULL arguments, stops at PG_OP_MAX_SPANS, and names the
+ * op after the kernel; handles map to the function they were made for, the first one wins;
+ * threads racing on one function all get the same cached layout. Each Criterion test runs in
+ * its own process, so each starts with empty caches. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "pg_kernel_params.h"
+#include "pg_stats.h"
+
+static int describes;
+static bool decline;
+static int layout_n = 2;                    /* parameters the fake runtime reports (-1: none) */
+static uint16_t layout_off[PG_KP_MAX_PARAMS] = {0, 8};
+static uint16_t layout_size[PG_KP_MAX_PARAMS] = {8, 8};
+
+static bool fake_describe(const void *func, pg_kparams_t *kp) {
+  (void)func;
+  __atomic_fetch_add(&describes, 1, __ATOMIC_RELAXED);
+  if (decline) return false;
+  kp->nparams = layout_n;
+  for (int i = 0; i < layout_n; i++) {
+    kp->offset[i] = layout_off[i];
+    kp->size[i] = layout_size[i];
+  }
+  kp->name = "fake_kernel";
+  return true;
+}
+
+static int fn_a, fn_b; /* stand-ins for kernel functions: only their addresses matter */
+
+static void op_init(pg_op_t *op) {
+  memset(op, 0, sizeof *op);
+  op->what = "kernel";
+}
+
+Test(kernel_params, described_once_and_cached) {
+  const pg_kparams_t *a = pg_kparams_get(&fn_a, fake_describe);
+  cr_assert_not_null(a);
+  cr_expect_eq(a->func, &fn_a);
+  cr_expect_eq(a->nparams, 2);
+  cr_expect_str_eq(a->name, "fake_kernel");
+  cr_expect_eq(pg_kparams_get(&fn_a, fake_describe), a);
+  cr_expect_eq(describes, 1);
+  const pg_kparams_t *b = pg_kparams_get(&fn_b, fake_describe);
+  cr_expect_neq(b, a);
+  cr_expect_eq(describes, 2);
+  cr_expect_null(pg_kparams_get(NULL, fake_describe));
+}
+
+Test(kernel_params, declined_is_asked_again) {
+  decline = true;
+  cr_expect_null(pg_kparams_get(&fn_a, fake_describe));
+  cr_expect_null(pg_kparams_get(&fn_a, fake_describe));
+  cr_expect_eq(describes, 2);
+  decline = false;
+  cr_expect_not_null(pg_kparams_get(&fn_a, fake_describe));
+  cr_expect_not_null(pg_kparams_get(&fn_a, fake_describe));
+  cr_expect_eq(describes, 3);
+}
+
+Test(kernel_params, no_information_is_cached_and_counted_unscanned) {
+  layout_n = -1;
+  const pg_kparams_t *kp = pg_kparams_get(&fn_a, fake_describe);
+  cr_assert_not_null(kp);
+  cr_expect_eq(kp->nparams, -1);
+  cr_expect_eq(pg_kparams_get(&fn_a, fake_describe), kp);
+  cr_expect_eq(describes, 1);
+  uint64_t before = pg_stat_get(PG_STAT_KERNELS_UNSCANNED);
+  pg_op_t op;
+  op_init(&op);
+  int x = 0;
+  void *args[] = {&x};
+  pg_kparams_build_op(&op, kp, args);
+  pg_kparams_build_op(&op, NULL, args); /* no layout at all: a handle never seen made */
+  cr_expect_eq(op.nspans, 0);
+  cr_expect_eq(pg_stat_get(PG_STAT_KERNELS_UNSCANNED), before + 2);
+}
+
+Test(kernel_params, scan_takes_aligned_pointer_words) {
+  /* param 0: a pointer; param 1: a 4-byte int at offset 8; param 2: a 20-byte struct at offset
+   * 12 whose 8-aligned word (device offset 16, i.e. 4 bytes in) holds a pointer. */
+  layout_n = 3;
+  layout_off[0] = 0, layout_size[0] = 8;
+  layout_off[1] = 8, layout_size[1] = 4;
+  layout_off[2] = 12, layout_size[2] = 20;
+  const pg_kparams_t *kp = pg_kparams_get(&fn_a, fake_describe);
+  cr_assert_not_null(kp);
+  char host[64];
+  void *p0 = host;
+  int count = 7;
+  unsigned char st[20];
+  memset(st, 0, sizeof st);
+  uintptr_t p2 = (uintptr_t)(host + 32);
+  memcpy(st + 4, &p2, sizeof p2);
+  void *args[] = {&p0, &count, st};
+  pg_op_t op;
+  op_init(&op);
+  pg_kparams_build_op(&op, kp, args);
+  cr_expect_str_eq(op.what, "fake_kernel");
+  cr_assert_eq(op.nspans, 2);
+  cr_expect_eq(op.spans[0].p, host);
+  cr_expect_eq(op.spans[0].n, 0);
+  cr_expect_eq(op.spans[0].dir, PG_DIR_UNKNOWN);
+  cr_expect_eq(op.spans[1].p, host + 32);
+}
+
+Test(kernel_params, scan_skips_small_words_and_null_arguments) {
+  layout_n = 2;
+  const pg_kparams_t *kp = pg_kparams_get(&fn_a, fake_describe);
+  uintptr_t small = 4095, big = 4096;
+  void *args[] = {&small, &big};
+  pg_op_t op;
+  op_init(&op);
+  pg_kparams_build_op(&op, kp, args);
+  cr_assert_eq(op.nspans, 1);
+  cr_expect_eq(op.spans[0].p, (const void *)4096);
+  void *nulls[] = {NULL, &big};
+  op_init(&op);
+  pg_kparams_build_op(&op, kp, nulls);
+  cr_expect_eq(op.nspans, 1);
+  op_init(&op);
+  pg_kparams_build_op(&op, kp, NULL);
+  cr_expect_eq(op.nspans, 0);
+}
+
+Test(kernel_params, scan_stops_at_max_spans) {
+  layout_n = 1;
+  layout_off[0] = 0, layout_size[0] = (PG_OP_MAX_SPANS + 8) * 8;
+  const pg_kparams_t *kp = pg_kparams_get(&fn_a, fake_describe);
+  static uintptr_t words[PG_OP_MAX_SPANS + 8];
+  for (size_t i = 0; i < PG_OP_MAX_SPANS + 8; i++) words[i] = 0x10000 + i * 64;
+  void *args[] = {words};
+  pg_op_t op;
+  op_init(&op);
+  pg_kparams_build_op(&op, kp, args);
+  cr_expect_eq(op.nspans, PG_OP_MAX_SPANS);
+  cr_expect_eq(op.spans[PG_OP_MAX_SPANS - 1].p, (const void *)words[PG_OP_MAX_SPANS - 1]);
+}
+
+Test(kernel_params, handles_map_to_their_function) {
+  static int h1, h2, h3;
+  pg_kparams_remember_handle(&h1, &fn_a);
+  pg_kparams_remember_handle(&h2, &fn_b);
+  pg_kparams_remember_handle(&h1, &fn_b); /* the first function remembered wins */
+  cr_expect_eq(pg_kparams_func_of_handle(&h1), &fn_a);
+  cr_expect_eq(pg_kparams_func_of_handle(&h2), &fn_b);
+  cr_expect_null(pg_kparams_func_of_handle(&h3));
+  cr_expect_null(pg_kparams_func_of_handle(NULL));
+}
+
+Test(kernel_params, many_handles_and_functions) {
+  static uint64_t fns[2000], hs[2000]; /* 8 bytes apart, like code and handle addresses */
+  for (int i = 0; i < 2000; i++) pg_kparams_remember_handle(&hs[i], &fns[i]);
+  int found = 0;
+  for (int i = 0; i < 2000; i++) found += pg_kparams_func_of_handle(&hs[i]) == &fns[i];
+  cr_expect_eq(found, 2000);
+  int cached = 0;
+  for (int i = 0; i < 2000; i++) cached += pg_kparams_get(&fns[i], fake_describe) != NULL;
+  cr_expect_geq(cached, 512); /* 1024 slots: most fit, the rest are launched unscanned */
+  cr_expect_leq(cached, 1024);
+  int again = describes;
+  for (int i = 0; i < 2000; i++) {
+    const pg_kparams_t *kp = pg_kparams_get(&fns[i], NULL); /* cached ones need no describer */
+    if (kp) cr_expect_eq(kp->func, &fns[i]);
+  }
+  cr_expect_eq(describes, again);
+}
+
+#define NTHREADS 8
+static const pg_kparams_t *seen[NTHREADS];
+static void *racer(void *arg) {
+  seen[(intptr_t)arg] = pg_kparams_get(&fn_a, fake_describe);
+  return NULL;
+}
+
+Test(kernel_params, racing_threads_share_one_layout) {
+  pthread_t t[NTHREADS];
+  for (intptr_t i = 0; i < NTHREADS; i++) pthread_create(&t[i], NULL, racer, (void *)i);
+  for (int i = 0; i < NTHREADS; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < NTHREADS; i++) {
+    cr_assert_not_null(seen[i]);
+    cr_expect_eq(seen[i], seen[0]);
+  }
+  cr_expect_eq(pg_kparams_get(&fn_a, fake_describe), seen[0]);
+}
