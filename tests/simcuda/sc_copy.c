@@ -140,6 +140,47 @@ SC_API cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count
   return sc_memcpy_1d(dst, src, count, kind, stream, true, false);
 }
 
+/* ---- peer copies ---------------------------------------------------------------------- */
+/* Both pointers must be device memory of the devices named. cudaMemcpyPeerAsync is an ordinary
+ * copy on its stream (of any device: a copy may be queued on another device's stream, as in
+ * CUDA). cudaMemcpyPeer is ordered after all work queued on the current, source and destination
+ * devices and returns once the copy completed (CUDA only promises the ordering; returning later
+ * is a superset). */
+static cudaError_t sc_memcpy_peer(void *dst, int dst_dev, const void *src, int src_dev,
+                                  size_t count, cudaStream_t h, bool ptsz, bool sync_api) {
+  if (!sc_device_valid(dst_dev) || !sc_device_valid(src_dev)) return sc_ret(cudaErrorInvalidDevice);
+  if (!count) return cudaSuccess;
+  if (!dst || !src) return sc_ret(cudaErrorInvalidValue);
+  if (sc_arena_device(dst) != dst_dev || sc_arena_device(src) != src_dev ||
+      !sc_arena_lookup(dst, NULL, NULL) || !sc_arena_lookup(src, NULL, NULL))
+    return sc_ret(cudaErrorInvalidValue);
+  cudaError_t err = cudaSuccess;
+  sc_stream *s = sc_stream_get(h, ptsz, &err);
+  if (!s) return sc_ret(err);
+  if (sync_api) {
+    if ((err = sc_capture_break(s)) != cudaSuccess) return sc_ret(err);
+    sc_device_sync(src_dev);
+    if (dst_dev != src_dev) sc_device_sync(dst_dev);
+    if (sc_device_current() != src_dev && sc_device_current() != dst_dev)
+      sc_device_sync(sc_device_current());
+  }
+  sc_segs segs = {0};
+  sc_segs_add(&segs, dst, src, count);
+  return sc_ret(sc_copy_submit(s, &segs, (sc_copy_opts){.sync = sync_api}));
+}
+
+SC_API cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice,
+                                  size_t count) {
+  SC_ENTER("cudaMemcpyPeer");
+  return sc_memcpy_peer(dst, dstDevice, src, srcDevice, count, NULL, false, true);
+}
+
+SC_API cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
+                                       size_t count, cudaStream_t stream) {
+  SC_ENTER("cudaMemcpyPeerAsync");
+  return sc_memcpy_peer(dst, dstDevice, src, srcDevice, count, stream, false, false);
+}
+
 /* ---- symbols --------------------------------------------------------------------------- */
 SC_API cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count,
                                       size_t offset, enum cudaMemcpyKind kind) {

@@ -22,6 +22,10 @@ static atomic_bool sc_started;
 static _Thread_local cudaError_t sc_last_error;
 static _Thread_local int sc_current_device;
 
+int sc_device_current(void) { return sc_current_device; }
+
+bool sc_device_valid(int device) { return device >= 0 && device < sc_cfg.devices; }
+
 /* ---- fault injection ------------------------------------------------------------------- */
 #define SC_MAX_FAULTS 32
 typedef struct sc_fault_rule {
@@ -105,6 +109,24 @@ static double sc_env_double(const char *name, double dflt) {
   return d;
 }
 
+/* SIMCUDA_DEVICES: a whole number 1..SC_MAX_DEVICES, or unset/empty for 1. Anything else is a
+ * configuration error, not a value to guess at: it is reported, and no device exists. */
+static int sc_env_devices(void) {
+  const char *v = getenv("SIMCUDA_DEVICES");
+  if (!v || !*v) return 1;
+  char *end = NULL;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (errno || end == v || *end || n < 1 || n > SC_MAX_DEVICES) {
+    fprintf(stderr,
+            "simcuda: SIMCUDA_DEVICES='%s' is invalid (want a whole number from 1 to %d); "
+            "every CUDA call will fail with cudaErrorNoDevice\n",
+            v, SC_MAX_DEVICES);
+    return 0;
+  }
+  return (int)n;
+}
+
 static void sc_atfork_child(void) {
   /* The child has none of the parent's worker threads, so queued work could never complete:
    * like CUDA, a child of a process that used the runtime gets cudaErrorInitializationError. */
@@ -122,6 +144,7 @@ static void sc_do_init(void) {
             sc_cfg.runtime_version);
     sc_cfg.runtime_version = 13000;
   }
+  sc_cfg.devices = sc_env_devices();
   const char *fail = getenv("SIMCUDA_FAIL");
   if (fail && *fail) sc_parse_faults(fail);
   sc_arena_init();
@@ -182,13 +205,13 @@ SC_API cudaError_t cudaDriverGetVersion(int *driverVersion) {
 SC_API cudaError_t cudaGetDeviceCount(int *count) {
   SC_ENTER("cudaGetDeviceCount");
   if (!count) return sc_ret(cudaErrorInvalidValue);
-  *count = 1;
+  *count = sc_cfg.devices;
   return cudaSuccess;
 }
 
 SC_API cudaError_t cudaSetDevice(int device) {
   SC_ENTER("cudaSetDevice");
-  if (device != 0) return sc_ret(cudaErrorInvalidDevice);
+  if (!sc_device_valid(device)) return sc_ret(cudaErrorInvalidDevice);
   sc_current_device = device;
   return cudaSuccess;
 }
@@ -216,9 +239,16 @@ SC_API cudaError_t cudaDeviceGetStreamPriorityRange(int *leastPriority, int *gre
 SC_API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
   SC_ENTER("cudaGetDeviceProperties");
   if (!prop) return sc_ret(cudaErrorInvalidValue);
-  if (device != 0) return sc_ret(cudaErrorInvalidDevice);
+  if (!sc_device_valid(device)) return sc_ret(cudaErrorInvalidDevice);
   memset(prop, 0, sizeof *prop);
-  snprintf(prop->name, sizeof prop->name, "simcuda simulated device");
+  /* Device 0 keeps the one-device name; the others are told apart by a suffix, a PCI bus and a
+   * UUID byte. */
+  if (device == 0)
+    snprintf(prop->name, sizeof prop->name, "simcuda simulated device");
+  else
+    snprintf(prop->name, sizeof prop->name, "simcuda simulated device %d", device);
+  prop->pciBusID = device;
+  prop->uuid.bytes[15] = (char)device;
   prop->totalGlobalMem = sc_cfg.device_bytes;
   prop->major = 9;
   prop->minor = 0;
@@ -234,8 +264,9 @@ SC_API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int devi
 SC_API cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device) {
   SC_ENTER("cudaDeviceGetAttribute");
   if (!value) return sc_ret(cudaErrorInvalidValue);
-  if (device != 0) return sc_ret(cudaErrorInvalidDevice);
+  if (!sc_device_valid(device)) return sc_ret(cudaErrorInvalidDevice);
   switch (attr) {
+  case cudaDevAttrPciBusId: *value = device; break;
   case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
   case cudaDevAttrWarpSize: *value = 32; break;
   case cudaDevAttrMultiProcessorCount: *value = 1; break;

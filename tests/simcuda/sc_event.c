@@ -1,7 +1,11 @@
 /* sc_event.c: simulated events. Each record gets a generation number when it is queued; the
  * stream's worker completes that generation (and timestamps it) when it reaches the record, so
  * query/synchronize/cudaStreamWaitEvent refer to the most recent record, as in CUDA. Events are
- * reference-counted: queued ops keep a destroyed event alive until they ran. */
+ * reference-counted: queued ops keep a destroyed event alive until they ran. An event belongs to
+ * the device current at its creation: recording it on another device's stream, or timing it
+ * against another device's event, fails with cudaErrorInvalidResourceHandle; querying,
+ * synchronizing and cudaStreamWaitEvent work from any device (the CUDA programming guide's rules
+ * for multi-device streams and events). */
 #include <stdlib.h>
 
 #include "sc_internal.h"
@@ -11,6 +15,7 @@
 struct sc_event {
   _Atomic uint32_t magic;
   unsigned flags;
+  int device; /* current at creation */
   atomic_int refs;
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -19,6 +24,8 @@ struct sc_event {
   uint64_t done_ns;  /* when done_gen completed */
   bool captured;     /* last recorded into a capture, not queued */
 };
+
+int sc_event_device(const sc_event *ev) { return ev->device; }
 
 void sc_event_ref(sc_event *ev) { atomic_fetch_add(&ev->refs, 1); }
 
@@ -89,6 +96,7 @@ static cudaError_t sc_event_create(cudaEvent_t *event, unsigned flags) {
   sc_event *ev = calloc(1, sizeof *ev);
   if (!ev) return sc_ret(cudaErrorMemoryAllocation);
   ev->flags = flags;
+  ev->device = sc_device_current();
   atomic_init(&ev->refs, 1);
   atomic_init(&ev->magic, SC_EVENT_MAGIC);
   pthread_mutex_init(&ev->mu, NULL);
@@ -124,6 +132,7 @@ static cudaError_t sc_event_record(cudaEvent_t event, cudaStream_t stream, unsig
   cudaError_t err = cudaSuccess;
   sc_stream *s = sc_stream_get(stream, ptsz, &err);
   if (!s) return sc_ret(err);
+  if (sc_stream_device(s) != ev->device) return sc_ret(cudaErrorInvalidResourceHandle);
   sc_op *op = sc_op_new(SC_OP_EVENT);
   if (!op) return sc_ret(cudaErrorMemoryAllocation);
   op->u.event.ev = ev;
@@ -180,6 +189,7 @@ SC_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_
   if (!ms) return sc_ret(cudaErrorInvalidValue);
   if (!a || !b) return sc_ret(cudaErrorInvalidResourceHandle);
   if ((a->flags | b->flags) & cudaEventDisableTiming) return sc_ret(cudaErrorInvalidResourceHandle);
+  if (a->device != b->device) return sc_ret(cudaErrorInvalidResourceHandle);
   pthread_mutex_lock(&a->mu);
   uint64_t ar = a->rec_gen, ad = a->done_gen, at = a->done_ns;
   pthread_mutex_unlock(&a->mu);

@@ -27,7 +27,11 @@ typedef struct sc_config {
   int runtime_version;  /* SIMCUDA_RUNTIME_VERSION: 13000 or 12080 (batch-copy ABI) */
   uint64_t unpin_return_ns; /* SIMCUDA_UNPIN_RETURN_US: delay between releasing pinned memory
                              * and returning from cudaFreeHost/cudaHostUnregister */
+  int devices;          /* SIMCUDA_DEVICES: 1..SC_MAX_DEVICES; 0 after a bad value (every call
+                         * then fails with cudaErrorNoDevice) */
 } sc_config;
+
+#define SC_MAX_DEVICES 16
 
 extern sc_config sc_cfg;
 extern atomic_bool sc_forked_child; /* set in a child forked after the runtime started */
@@ -35,6 +39,10 @@ extern atomic_bool sc_forked_child; /* set in a child forked after the runtime s
 void sc_init(void);
 uint64_t sc_now_ns(void);
 void sc_sleep_until_ns(uint64_t deadline_ns);
+
+/* The calling thread's current device (cudaSetDevice; 0 until it calls it). */
+int sc_device_current(void);
+bool sc_device_valid(int device);
 
 /* Records err as the calling thread's last error (cudaGetLastError) and returns it. */
 cudaError_t sc_ret(cudaError_t err);
@@ -49,6 +57,7 @@ bool sc_fault(const char *name, cudaError_t *err);
     sc_init();                                                           \
     if (atomic_load_explicit(&sc_forked_child, memory_order_relaxed))    \
       return sc_ret(cudaErrorInitializationError);                       \
+    if (sc_cfg.devices == 0) return sc_ret(cudaErrorNoDevice);           \
     cudaError_t sc_fault_err_;                                           \
     if (sc_fault((name), &sc_fault_err_)) return sc_ret(sc_fault_err_);  \
   } while (0)
@@ -58,6 +67,8 @@ typedef enum { SC_MEM_PAGEABLE, SC_MEM_PINNED, SC_MEM_DEVICE } sc_mem_kind;
 
 void sc_arena_init(void);
 bool sc_arena_contains(const void *p);
+/* The device whose arena holds p (allocated or not), or -1. */
+int sc_arena_device(const void *p);
 /* For an allocated device pointer (interior too): its allocation's base and size. */
 bool sc_arena_lookup(const void *p, void **base, size_t *size);
 sc_mem_kind sc_classify(const void *p);
@@ -139,9 +150,11 @@ void sc_op_drop_deps(sc_op *op);
 void sc_op_execute(sc_op *op); /* on the worker: waits for deps, models latency, does the work */
 
 /* Resolves a stream handle: 0 means the legacy stream, or the per-thread stream when ptsz;
- * cudaStreamLegacy and cudaStreamPerThread are always those. NULL + *err for a bad handle. */
+ * cudaStreamLegacy and cudaStreamPerThread are always those, all of the current device.
+ * NULL + *err for a bad handle. */
 sc_stream *sc_stream_get(cudaStream_t h, bool ptsz, cudaError_t *err);
 bool sc_stream_is_legacy(const sc_stream *s);
+int sc_stream_device(const sc_stream *s); /* the device current when it was created */
 
 /* Queues op on s (ownership passes), or records it when s is capturing. *seq (optional) gets the
  * op's sequence number, 0 when it was captured. */
@@ -153,6 +166,8 @@ cudaError_t sc_submit_sync(sc_stream *s, sc_op *op);
 /* Waits for all work queued anywhere before the call (no capture checks): the implicit
  * synchronization of cudaFree, cudaFreeHost and cudaHostUnregister. */
 void sc_device_sync_all(void);
+/* Waits for all work queued before the call on one device's streams. */
+void sc_device_sync(int device);
 
 /* Capture state, read and changed under the stream's lock (sc_stream.c). */
 enum cudaStreamCaptureStatus sc_capture_status(sc_stream *s);
@@ -167,6 +182,7 @@ uint64_t sc_event_next_gen(sc_event *ev); /* called under the recording stream's
 void sc_event_set_captured(sc_event *ev, bool captured);
 void sc_event_complete(sc_event *ev, uint64_t gen);
 void sc_event_wait_gen(sc_event *ev, uint64_t gen);
+int sc_event_device(const sc_event *ev); /* the device current when it was created */
 
 /* ---- capture and graphs (sc_capture.c) ------------------------------------------------- */
 sc_graph *sc_graph_new(void);

@@ -113,6 +113,10 @@ static cudaError_t sc_launch(const void *func, dim3 grid, dim3 block, void **arg
   cudaError_t err = cudaSuccess;
   sc_stream *s = sc_stream_get(h, ptsz, &err);
   if (!s) return sc_ret(err);
+  /* A kernel runs on the current device: a stream of another device is refused, as by CUDA
+   * (the programming guide: "a kernel launch will fail if it is issued to a stream that is not
+   * associated to the current device"; the runtime reports an invalid resource handle). */
+  if (sc_stream_device(s) != sc_device_current()) return sc_ret(cudaErrorInvalidResourceHandle);
   sc_op *op = sc_op_new(SC_OP_KERNEL);
   if (!op) return sc_ret(cudaErrorMemoryAllocation);
   /* One block: the args pointer array, then the parameter copies at their offsets. */

@@ -36,6 +36,7 @@ typedef struct sc_region {
   char *alias; /* the device's view of [hull, hull + hull_len) */
   unsigned flags;
   sc_region_kind kind;
+  int device; /* current when it was allocated or registered (cudaPointerGetAttributes) */
 } sc_region;
 
 /* Sorted by base; ranges never overlap. Readers: classification and DMA translation (workers
@@ -290,7 +291,8 @@ static cudaError_t sc_host_alloc(void **pHost, size_t size, unsigned int flags) 
     return sc_ret(cudaErrorMemoryAllocation);
   }
   sc_region r = {.base = (uintptr_t)host, .size = size, .hull = (uintptr_t)host, .hull_len = len,
-                 .alias = alias, .flags = flags, .kind = SC_REGION_HOSTALLOC};
+                 .alias = alias, .flags = flags, .kind = SC_REGION_HOSTALLOC,
+                 .device = sc_device_current()};
   pthread_rwlock_wrlock(&sc_regions_lock);
   bool ok = sc_region_insert(&r);
   pthread_rwlock_unlock(&sc_regions_lock);
@@ -360,7 +362,7 @@ SC_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) 
   } else {
     char *alias = sc_alias_build(hull, hull_len);
     sc_region r = {.base = base, .size = size, .hull = hull, .hull_len = hull_len, .alias = alias,
-                   .flags = flags, .kind = SC_REGION_REGISTERED};
+                   .flags = flags, .kind = SC_REGION_REGISTERED, .device = sc_device_current()};
     if (!alias) {
       err = cudaErrorInvalidValue; /* not (fully) mapped memory */
     } else if (!sc_region_insert(&r)) {
@@ -415,20 +417,29 @@ SC_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attrib
   SC_ENTER("cudaPointerGetAttributes");
   if (!attributes) return sc_ret(cudaErrorInvalidValue);
   memset(attributes, 0, sizeof *attributes);
+  /* As CUDA documents the device field: for device memory the device it resides on; for pinned
+   * host memory the device that was current when it was allocated or registered. Pinned memory is
+   * portable under unified addressing: every device reaches it at the host address, so the
+   * device pointer is the host pointer whichever device asks. */
   switch (sc_classify(ptr)) {
   case SC_MEM_DEVICE:
     if (!sc_arena_lookup(ptr, NULL, NULL)) return sc_ret(cudaErrorInvalidValue);
     attributes->type = cudaMemoryTypeDevice;
-    attributes->device = 0;
+    attributes->device = sc_arena_device(ptr);
     attributes->devicePointer = (void *)ptr;
     attributes->hostPointer = NULL;
     break;
-  case SC_MEM_PINNED:
+  case SC_MEM_PINNED: {
+    pthread_rwlock_rdlock(&sc_regions_lock);
+    sc_region *r = sc_region_find((uintptr_t)ptr);
+    int dev = r ? r->device : 0;
+    pthread_rwlock_unlock(&sc_regions_lock);
     attributes->type = cudaMemoryTypeHost;
-    attributes->device = 0;
+    attributes->device = dev;
     attributes->devicePointer = (void *)ptr;
     attributes->hostPointer = (void *)ptr;
     break;
+  }
   case SC_MEM_PAGEABLE:
     attributes->type = cudaMemoryTypeUnregistered;
     attributes->device = -2;

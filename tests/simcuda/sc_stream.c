@@ -10,15 +10,19 @@
 #include "sc_stream_impl.h"
 
 /* Default-stream semantics and the simplifications made (also in README.md):
+ *   - Every stream belongs to the device that was current when it was created. Each device has
+ *     its own legacy stream, and each (thread, device) its own per-thread stream; handle 0,
+ *     cudaStreamLegacy and cudaStreamPerThread name those of the calling thread's current device.
  *   - The legacy default stream (handle 0, cudaStreamLegacy) is a stream with its own worker. An op
- *     queued on it first waits for all work already queued on every blocking stream (streams
- *     created without cudaStreamNonBlocking, per-thread default streams included); an op queued on
- *     a blocking stream first waits for all work already queued on the legacy stream. Both are
- *     implemented as dependencies snapshotted *before* the op is published, which keeps the
- *     dependency graph acyclic without a global lock.
+ *     queued on it first waits for all work already queued on every blocking stream of its device
+ *     (streams created without cudaStreamNonBlocking, per-thread default streams included); an op
+ *     queued on a blocking stream first waits for all work already queued on its device's legacy
+ *     stream. Both are implemented as dependencies snapshotted *before* the op is published, which
+ *     keeps the dependency graph acyclic without a global lock. Devices never order against each
+ *     other implicitly.
  *   - cudaStreamPerThread, and handle 0 in the _ptsz/_ptds entry points, name the calling thread's
- *     per-thread default stream: a blocking stream created on first use and destroyed (after its
- *     work drains) when the thread exits.
+ *     per-thread default stream of its current device: a blocking stream created on first use and
+ *     destroyed (after its work drains) when the thread exits.
  *   - cudaStreamSynchronize on the legacy stream waits for a marker queued on it, so it also waits
  *     for earlier work on blocking streams (a superset of CUDA's guarantee).
  *   - Priorities are recorded and reported but do not affect scheduling: every stream has its own
@@ -38,10 +42,11 @@ static pthread_mutex_t sc_reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static sc_stream *sc_reg_head;
 static atomic_int sc_stream_count;
 
-static sc_stream *sc_legacy;
+static sc_stream *sc_legacy[SC_MAX_DEVICES];
 static pthread_once_t sc_legacy_once = PTHREAD_ONCE_INIT;
 static pthread_key_t sc_tls_key;
-static _Thread_local sc_stream *sc_tls_stream;
+/* This thread's per-thread streams, one per device; the key's value is this array. */
+static _Thread_local sc_stream *sc_tls_streams[SC_MAX_DEVICES];
 /* cudaThreadExchangeStreamCaptureMode: this thread's interaction mode (global by default). */
 static _Thread_local enum cudaStreamCaptureMode sc_thread_capture_mode = cudaStreamCaptureModeGlobal;
 
@@ -56,6 +61,8 @@ void sc_stream_unref(sc_stream *s) {
 }
 
 bool sc_stream_is_legacy(const sc_stream *s) { return s->legacy; }
+
+int sc_stream_device(const sc_stream *s) { return s->device; }
 
 static void sc_unregister(sc_stream *s) {
   pthread_mutex_lock(&sc_reg_mu);
@@ -95,9 +102,10 @@ static void *sc_worker(void *arg) {
   return NULL;
 }
 
-sc_stream *sc_stream_new(unsigned flags, int priority, bool legacy, bool per_thread) {
+sc_stream *sc_stream_new(unsigned flags, int priority, bool legacy, bool per_thread, int device) {
   sc_stream *s = calloc(1, sizeof *s);
   if (!s) return NULL;
+  s->device = device;
   s->flags = flags;
   s->priority = priority;
   s->legacy = legacy;
@@ -162,37 +170,43 @@ void sc_stream_close(sc_stream *s) {
 /* Thread exit: the per-thread stream drains and goes. A later CUDA call from another key's
  * destructor on this thread gets a fresh one (and this destructor runs again for it). */
 static void sc_tls_destroy(void *p) {
-  sc_tls_stream = NULL;
-  sc_stream_close(p);
+  sc_stream **streams = p;
+  for (int d = 0; d < SC_MAX_DEVICES; d++) {
+    sc_stream *s = streams[d];
+    streams[d] = NULL;
+    if (s) sc_stream_close(s);
+  }
 }
 
+/* Every device's legacy stream exists from the start (a worker only once it gets work). */
 static void sc_legacy_init(void) {
-  sc_legacy = sc_stream_new(0, 0, true, false);
+  for (int d = 0; d < sc_cfg.devices; d++) sc_legacy[d] = sc_stream_new(0, 0, true, false, d);
   pthread_key_create(&sc_tls_key, sc_tls_destroy);
 }
 
-sc_stream *sc_get_legacy(void) {
+sc_stream *sc_get_legacy(int device) {
   pthread_once(&sc_legacy_once, sc_legacy_init);
-  return sc_legacy;
+  return sc_legacy[device];
 }
 
-static sc_stream *sc_get_per_thread(void) {
-  if (!sc_tls_stream) {
+static sc_stream *sc_get_per_thread(int device) {
+  if (!sc_tls_streams[device]) {
     pthread_once(&sc_legacy_once, sc_legacy_init);
-    sc_tls_stream = sc_stream_new(0, 0, false, true);
-    if (sc_tls_stream) pthread_setspecific(sc_tls_key, sc_tls_stream);
+    sc_tls_streams[device] = sc_stream_new(0, 0, false, true, device);
+    if (sc_tls_streams[device]) pthread_setspecific(sc_tls_key, sc_tls_streams);
   }
-  return sc_tls_stream;
+  return sc_tls_streams[device];
 }
 
 sc_stream *sc_stream_get(cudaStream_t h, bool ptsz, cudaError_t *err) {
   sc_stream *s;
+  int dev = sc_device_current();
   if (h == NULL)
-    s = ptsz ? sc_get_per_thread() : sc_get_legacy();
+    s = ptsz ? sc_get_per_thread(dev) : sc_get_legacy(dev);
   else if (h == cudaStreamLegacy)
-    s = sc_get_legacy();
+    s = sc_get_legacy(dev);
   else if (h == cudaStreamPerThread)
-    s = sc_get_per_thread();
+    s = sc_get_per_thread(dev);
   else {
     s = (sc_stream *)h;
     if (atomic_load_explicit(&s->magic, memory_order_relaxed) != SC_STREAM_MAGIC) {
@@ -222,7 +236,7 @@ static cudaError_t sc_implicit_deps(sc_stream *s, sc_op *op) {
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&sc_reg_mu);
     for (sc_stream *t = sc_reg_head; t; t = t->reg_next) {
-      if (!sc_is_blocking(t)) continue;
+      if (t->device != s->device || !sc_is_blocking(t)) continue;
       if (atomic_load(&sc_active_captures) > 0) {
         pthread_mutex_lock(&t->mu);
         bool capturing = t->cap_status == cudaStreamCaptureStatusActive;
@@ -241,7 +255,7 @@ static cudaError_t sc_implicit_deps(sc_stream *s, sc_op *op) {
     return err;
   }
   if (sc_is_blocking(s)) {
-    sc_stream *l = sc_get_legacy();
+    sc_stream *l = sc_get_legacy(s->device);
     uint64_t seq = atomic_load(&l->enq_seq);
     if (seq > atomic_load(&l->done_seq) && !sc_op_add_dep(op, (sc_dep){.stream = l, .seq = seq}))
       return cudaErrorMemoryAllocation;
@@ -350,7 +364,8 @@ typedef struct sc_snapshot {
   size_t n;
 } sc_snapshot;
 
-static void sc_snapshot_wait(void) {
+/* Waits for what is queued now on the streams of `device`, or of every device when it is -1. */
+static void sc_snapshot_wait(int device) {
   sc_snapshot snap = {0};
   pthread_mutex_lock(&sc_reg_mu);
   size_t cap = 0;
@@ -358,6 +373,7 @@ static void sc_snapshot_wait(void) {
   snap.streams = malloc(cap * sizeof *snap.streams + 1);
   snap.seqs = malloc(cap * sizeof *snap.seqs + 1);
   for (sc_stream *t = sc_reg_head; t && snap.streams && snap.seqs; t = t->reg_next) {
+    if (device >= 0 && t->device != device) continue;
     sc_stream_ref(t);
     snap.streams[snap.n] = t;
     snap.seqs[snap.n++] = atomic_load(&t->enq_seq);
@@ -371,7 +387,9 @@ static void sc_snapshot_wait(void) {
   free(snap.seqs);
 }
 
-void sc_device_sync_all(void) { sc_snapshot_wait(); }
+void sc_device_sync_all(void) { sc_snapshot_wait(-1); }
+
+void sc_device_sync(int device) { sc_snapshot_wait(device); }
 
 /* ---- device-wide API -------------------------------------------------------------- */
 SC_API cudaError_t cudaDeviceSynchronize(void) {
@@ -397,7 +415,7 @@ SC_API cudaError_t cudaDeviceSynchronize(void) {
     pthread_mutex_unlock(&sc_reg_mu);
     if (err != cudaSuccess) return sc_ret(err);
   }
-  sc_snapshot_wait();
+  sc_snapshot_wait(sc_device_current()); /* the current device only, as in CUDA */
   return cudaSuccess;
 }
 
@@ -413,6 +431,6 @@ SC_API cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMod
 
 SC_API cudaError_t cudaDeviceReset(void) {
   SC_ENTER("cudaDeviceReset");
-  sc_snapshot_wait();
+  sc_snapshot_wait(sc_device_current());
   return cudaSuccess;
 }

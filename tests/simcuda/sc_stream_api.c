@@ -8,11 +8,12 @@
 static cudaError_t sc_create(cudaStream_t *pStream, unsigned flags, int priority) {
   if (!pStream) return sc_ret(cudaErrorInvalidValue);
   if (flags & ~(unsigned)cudaStreamNonBlocking) return sc_ret(cudaErrorInvalidValue);
-  sc_get_legacy(); /* the legacy stream exists before any stream it must order against */
+  int dev = sc_device_current();
+  sc_get_legacy(dev); /* the legacy stream exists before any stream it must order against */
   /* Clamp into [greatest, least] = [-5, 0] as CUDA clamps into its range. */
   if (priority > 0) priority = 0;
   if (priority < -5) priority = -5;
-  sc_stream *s = sc_stream_new(flags, priority, false, false);
+  sc_stream *s = sc_stream_new(flags, priority, false, false, dev);
   if (!s) return sc_ret(cudaErrorMemoryAllocation);
   *pStream = (cudaStream_t)s;
   return cudaSuccess;
@@ -81,6 +82,25 @@ SC_API cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority) {
 SC_API cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *priority) {
   SC_ENTER("cudaStreamGetPriority");
   return sc_stream_get_priority(hStream, priority, true);
+}
+
+static cudaError_t sc_stream_get_device(cudaStream_t h, int *device, bool ptsz) {
+  cudaError_t err = cudaSuccess;
+  sc_stream *s = sc_stream_get(h, ptsz, &err);
+  if (!s) return sc_ret(err);
+  if (!device) return sc_ret(cudaErrorInvalidValue);
+  *device = s->device;
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device) {
+  SC_ENTER("cudaStreamGetDevice");
+  return sc_stream_get_device(hStream, device, false);
+}
+
+SC_API cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t hStream, int *device) {
+  SC_ENTER("cudaStreamGetDevice");
+  return sc_stream_get_device(hStream, device, true);
 }
 
 static cudaError_t sc_stream_sync(cudaStream_t h, bool ptsz) {

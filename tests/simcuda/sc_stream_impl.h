@@ -13,6 +13,7 @@ struct sc_stream {
   int priority;           /* recorded and reported, not used for scheduling */
   bool legacy;            /* the legacy default stream */
   bool per_thread;        /* a thread's per-thread default stream */
+  int device;             /* the device current at creation; never changes */
 
   pthread_mutex_t mu; /* guards the queue, closing and the capture fields */
   pthread_cond_t work_cv; /* the worker waits for ops */
@@ -41,9 +42,10 @@ void sc_stream_ref(sc_stream *s);
 void sc_stream_unref(sc_stream *s);
 /* A new stream, registered; its worker thread starts with the first op queued on it. NULL when
  * out of memory. */
-sc_stream *sc_stream_new(unsigned flags, int priority, bool legacy, bool per_thread);
+sc_stream *sc_stream_new(unsigned flags, int priority, bool legacy, bool per_thread, int device);
 /* cudaStreamDestroy: queued work completes, then the worker exits. */
 void sc_stream_close(sc_stream *s);
-sc_stream *sc_get_legacy(void);
+/* The legacy default stream of a device (each device has its own). */
+sc_stream *sc_get_legacy(int device);
 
 #endif /* SC_STREAM_IMPL_H */

@@ -1,8 +1,8 @@
 /* sc_unsupported.c: entry points simcuda exports so that libraries importing them load (Python
  * opens extension modules with RTLD_NOW: every import must resolve, even one never called; see
  * issue 10 for what PyTorch 2.15 imports), with the little behaviour that callers need: the
- * profiler switches succeed, the driver entry point lookup answers "not found", a single device
- * has no peers and one bus id. What simcuda does not simulate returns cudaErrorNotSupported, with
+ * profiler switches succeed, the driver entry point lookup answers "not found", devices are each
+ * other's peers and have bus ids. What simcuda does not simulate returns cudaErrorNotSupported, with
  * no side effect, so a caller takes its documented fallback path. */
 #include <stdio.h>
 
@@ -37,32 +37,48 @@ SC_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **f
   return cudaSuccess;
 }
 
-/* ---- one device: no peers, one bus id ------------------------------------------------------ */
+/* ---- peers and bus ids ----------------------------------------------------------------------
+ * Every pair of distinct devices can be peers (like GPUs on one NVLink switch); a device is not its
+ * own peer. Enabling only records the pair, with CUDA's errors for enabling twice and disabling
+ * what was never enabled: simulated copies between arenas work either way (the peer copies are in
+ * sc_copy.c). Device d sits on PCI bus d. */
+static atomic_uint sc_peer_enabled[SC_MAX_DEVICES]; /* bit p of [d]: d has enabled access to p */
+
 SC_API cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice) {
   SC_ENTER("cudaDeviceCanAccessPeer");
   if (!canAccessPeer) return sc_ret(cudaErrorInvalidValue);
-  if (device != 0 || peerDevice != 0) return sc_ret(cudaErrorInvalidDevice);
-  *canAccessPeer = 0; /* a device is not its own peer */
+  if (!sc_device_valid(device) || !sc_device_valid(peerDevice))
+    return sc_ret(cudaErrorInvalidDevice);
+  *canAccessPeer = device != peerDevice;
   return cudaSuccess;
 }
 
 SC_API cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
   SC_ENTER("cudaDeviceEnablePeerAccess");
-  (void)peerDevice, (void)flags;
-  return sc_ret(cudaErrorInvalidDevice); /* the only device is the current one */
+  int dev = sc_device_current();
+  if (!sc_device_valid(peerDevice) || peerDevice == dev) return sc_ret(cudaErrorInvalidDevice);
+  if (flags != 0) return sc_ret(cudaErrorInvalidValue);
+  unsigned bit = 1u << peerDevice;
+  if (atomic_fetch_or(&sc_peer_enabled[dev], bit) & bit)
+    return sc_ret(cudaErrorPeerAccessAlreadyEnabled);
+  return cudaSuccess;
 }
 
-SC_API cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
-                                       size_t count, cudaStream_t stream) {
-  (void)dst, (void)dstDevice, (void)src, (void)srcDevice, (void)count, (void)stream;
-  SC_UNSUPPORTED(cudaMemcpyPeerAsync);
+SC_API cudaError_t cudaDeviceDisablePeerAccess(int peerDevice) {
+  SC_ENTER("cudaDeviceDisablePeerAccess");
+  int dev = sc_device_current();
+  if (!sc_device_valid(peerDevice) || peerDevice == dev) return sc_ret(cudaErrorInvalidDevice);
+  unsigned bit = 1u << peerDevice;
+  if (!(atomic_fetch_and(&sc_peer_enabled[dev], ~bit) & bit))
+    return sc_ret(cudaErrorPeerAccessNotEnabled);
+  return cudaSuccess;
 }
 
 SC_API cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device) {
   SC_ENTER("cudaDeviceGetPCIBusId");
   if (!pciBusId || len <= 0) return sc_ret(cudaErrorInvalidValue);
-  if (device != 0) return sc_ret(cudaErrorInvalidDevice);
-  snprintf(pciBusId, (size_t)len, "0000:00:00.0");
+  if (!sc_device_valid(device)) return sc_ret(cudaErrorInvalidDevice);
+  snprintf(pciBusId, (size_t)len, "0000:%02x:00.0", (unsigned)device);
   return cudaSuccess;
 }
 

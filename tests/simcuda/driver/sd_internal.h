@@ -10,8 +10,10 @@
 /* Exported; everything else is hidden (-fvisibility=hidden), and libcuda.map lists cu*. */
 #define SD_API __attribute__((visibility("default")))
 
-/* The one simulated device and its primary context (sd_device.c). */
-#define SD_DEVICE_COUNT 1
+/* The simulated devices (SIMCUDA_DEVICES, as the runtime reads it) and their primary contexts
+ * (sd_device.c). */
+#define SD_MAX_DEVICES 16
+int sd_device_count(void); /* 0 after a bad SIMCUDA_DEVICES */
 CUresult sd_check_device(CUdevice dev);
 
 #endif /* SD_INTERNAL_H */
