@@ -378,7 +378,9 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
 typedef struct collect {
   int mode;                 /* 0 any, 1 may write, 2 conflicts with (dir, st) */
   pg_dir_t dir;
-  const pg_stream_t *st;
+  const pg_stream_t *st;     /* mode 2: the new access's stream, looked up at the first set
+                             * that holds anything (a check that finds nothing needs none) */
+  cudaStream_t stream;
   pg_access_t *out;
   size_t cap, total;
 } collect_t;
@@ -416,6 +418,7 @@ static size_t query(const void *p, size_t n, collect_t *c) {
      * led here) shows in the counts as surely as in the set. */
     if (!atomic_load_explicit(writers_only ? &r->live_writers : &r->live, memory_order_acquire))
       continue;
+    if (c->mode == 2 && !c->st && !(c->st = pg_stream_get(c->stream))) return 0;
     pthread_mutex_lock(&r->mu);
     if (LD(r->gen) == hits[i].gen) set_visit(r, lo, hi, writers_only, collect, c);
     pthread_mutex_unlock(&r->mu);
@@ -430,9 +433,7 @@ size_t pg_inflight_query(const void *p, size_t n, int writes_only, pg_access_t *
 
 size_t pg_access_conflicts(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
                            pg_access_t *out, size_t cap) {
-  pg_stream_t *st = pg_stream_get(stream);
-  if (!st) return 0;
-  collect_t c = {.mode = 2, .dir = dir, .st = st, .out = out, .cap = cap};
+  collect_t c = {.mode = 2, .dir = dir, .stream = stream, .out = out, .cap = cap};
   return query(p, n, &c);
 }
 
