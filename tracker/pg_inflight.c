@@ -413,10 +413,14 @@ static size_t query(const void *p, size_t n, collect_t *c) {
   if (nh > MAX_PIECES) nh = MAX_PIECES;
   for (size_t i = 0; i < nh; i++) {
     pg_region_rec_t *r = hits[i].rec;
-    /* Nothing (or no writer) in the set: no lock to take. Whatever was inserted before this
-     * query was ordered after it (the inserting thread's unlock, then whatever synchronization
-     * led here) shows in the counts as surely as in the set. */
-    if (!atomic_load_explicit(writers_only ? &r->live_writers : &r->live, memory_order_acquire))
+    /* A copy's conflict check: nothing (or no writer) in the set, no lock to take. Whatever was
+     * inserted before the check was ordered after it (the inserting thread's unlock, then
+     * whatever synchronization led here) shows in the counts as surely as in the set; an insert
+     * running now is unordered with the new copy anyway. The other queries (a guard fault, which
+     * another thread's begin may have raised by protecting the page just before inserting, and
+     * unpins, syscalls, annotations) take the lock, so that they wait for an insert under way. */
+    if (c->mode == 2 &&
+        !atomic_load_explicit(writers_only ? &r->live_writers : &r->live, memory_order_acquire))
       continue;
     if (c->mode == 2 && !c->st && !(c->st = pg_stream_get(c->stream))) return 0;
     pthread_mutex_lock(&r->mu);
