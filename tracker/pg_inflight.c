@@ -37,15 +37,9 @@ void pg_deferred_drain(void) {
   }
 }
 
-/* The in-flight sets' hashes free through the list, hash a start address with one multiply
- * (uthash's default mixes byte by byte: most of a lookup) and compare it as a word. */
+/* The in-flight sets' hashes free through the list. */
 #undef uthash_free
 #define uthash_free(ptr, sz) pg_defer_free(ptr)
-#undef HASH_KEYCMP
-#define HASH_KEYCMP(a, b, n) (*(const uintptr_t *)(a) != *(const uintptr_t *)(b))
-#undef HASH_FUNCTION
-#define HASH_FUNCTION(keyptr, keylen, hashv)                                                  \
-  ((hashv) = (unsigned)((*(const uintptr_t *)(keyptr) * UINT64_C(0x9E3779B97F4A7C15)) >> 32))
 
 /* ---- one region's set (r->mu held) ------------------------------------------------------
  * Per copy, the cold memory touched is what costs (with 100k regions, each is a cache miss):
@@ -152,13 +146,8 @@ static bool set_insert(pg_region_rec_t *r, pg_acc_t *a) {
   if (s->accs) s->accs->slot_prev = a;
   s->accs = a;
   if (a->pub.hi > s->maxhi) s->maxhi = a->pub.hi;
-  if (pg_dir_may_write(a->pub.dir)) {
-    s->nwrite++;
-    atomic_store_explicit(&r->live_writers, LD(r->live_writers) + 1, memory_order_relaxed);
-  }
   if (a->pub.hi - a->pub.lo > r->maxlen) r->maxlen = a->pub.hi - a->pub.lo;
   r->nacc++;
-  atomic_store_explicit(&r->live, r->nacc, memory_order_relaxed);
   return true;
 }
 
@@ -167,29 +156,27 @@ static void set_remove(pg_region_rec_t *r, pg_acc_t *a) {
   if (a->slot_prev) a->slot_prev->slot_next = a->slot_next;
   else s->accs = a->slot_next;
   if (a->slot_next) a->slot_next->slot_prev = a->slot_prev;
-  if (pg_dir_may_write(a->pub.dir)) {
-    s->nwrite--;
-    atomic_store_explicit(&r->live_writers, LD(r->live_writers) - 1, memory_order_relaxed);
+  if (!s->accs) {
+    slot_remove(r, s);
+  } else if (a->pub.hi == s->maxhi) {
+    s->maxhi = 0;
+    for (pg_acc_t *o = s->accs; o; o = o->slot_next)
+      if (o->pub.hi > s->maxhi) s->maxhi = o->pub.hi;
   }
-  /* maxhi stays as it is: an upper bound is all a visit needs (it skips slots ending at or
-   * before the range), and recomputing it on each removal walked the slot. */
-  if (!s->accs) slot_remove(r, s);
   if (--r->nacc == 0) r->maxlen = 0;
-  atomic_store_explicit(&r->live, r->nacc, memory_order_relaxed);
 }
 
-/* Visits every access in r's set overlapping [lo, hi) (only those that may write, if
- * writers_only). Slots are sorted by start; no access is longer than maxlen, so the scan down from
- * the last slot starting below hi stops at the first slot that starts maxlen or more below lo. */
+/* Visits every access in r's set overlapping [lo, hi). Slots are sorted by start; no access is
+ * longer than maxlen, so the scan down from the last slot starting below hi stops at the first
+ * slot that starts maxlen or more below lo. */
 typedef void (*visit_fn)(pg_acc_t *a, void *ctx);
-static void set_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, bool writers_only,
-                      visit_fn fn, void *ctx) {
+static void set_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, visit_fn fn, void *ctx) {
   for (size_t i = slot_lower_bound(r, hi); i-- > 0;) {
     pg_slot_t *s = r->sorted[i];
     if (s->lo < lo && lo - s->lo >= r->maxlen) break;
-    if (s->maxhi <= lo || (writers_only && !s->nwrite)) continue;
+    if (s->maxhi <= lo) continue;
     for (pg_acc_t *a = s->accs; a; a = a->slot_next)
-      if (a->pub.hi > lo && (!writers_only || pg_dir_may_write(a->pub.dir))) fn(a, ctx);
+      if (a->pub.hi > lo) fn(a, ctx);
   }
 }
 
@@ -201,22 +188,6 @@ bool pg_inflight_remove(pg_acc_t *a) {
   if (live) set_remove(r, a);
   pthread_mutex_unlock(&r->mu);
   return live;
-}
-
-void pg_inflight_remove_n(pg_acc_t *const *a, size_t n, bool *live) {
-  for (size_t i = 0; i < n;) {
-    pg_region_rec_t *r = a[i]->region;
-    if (!r) {
-      live[i++] = false;
-      continue;
-    }
-    pthread_mutex_lock(&r->mu);
-    for (; i < n && a[i]->region == r; i++) {
-      live[i] = LD(r->gen) == a[i]->region_gen;
-      if (live[i]) set_remove(r, a[i]);
-    }
-    pthread_mutex_unlock(&r->mu);
-  }
 }
 
 void pg_inflight_clear_region(pg_region_rec_t *r) {
@@ -232,8 +203,6 @@ void pg_inflight_clear_region(pg_region_rec_t *r) {
   r->sorted = NULL;
   r->nslots = 0;
   r->nacc = 0;
-  atomic_store_explicit(&r->live, 0, memory_order_relaxed);
-  atomic_store_explicit(&r->live_writers, 0, memory_order_relaxed);
   r->maxlen = 0;
   pthread_mutex_unlock(&r->mu);
   pg_deferred_drain();
@@ -301,30 +270,14 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
       op = id;
       first_seq = seq;
     }
-    /* Field by field: a compound literal would zero the whole record (the stack included)
-     * before filling it. */
-    pg_access_t *pub = &a->pub;
-    pub->id = id;
-    pub->op = op;
-    pub->lo = plo[ok];
-    pub->hi = phi[ok];
-    pub->dir = dir;
-    pub->stream = stream;
-    pub->stream_id = st->id;
-    pub->seq = seq;
-    pub->event = ev;
-    pub->enqueue_ns = t;
-    pub->region_base = h->base;
-    pub->region_size = h->end - h->base;
-    if (origin) pub->origin = *origin;
-    else pub->origin = (pg_origin_t){NULL, NULL};
-    if (stack) {
-      pub->stack = *stack;
-    } else {
-      pub->stack.depth = 0;
-      pub->stack.flags = 0;
-      pub->stack.tid = 0;
-    }
+    a->pub = (pg_access_t){
+        .id = id, .op = op, .lo = plo[ok], .hi = phi[ok], .dir = dir, .stream = stream,
+        .stream_id = st->id, .seq = seq, .event = ev, .enqueue_ns = t,
+        .region_base = h->base, .region_size = h->end - h->base,
+    };
+    if (origin) a->pub.origin = *origin;
+    if (stack) a->pub.stack = *stack;
+    else a->pub.stack.depth = 0;
     a->blocking = LD(st->blocking);
     atomic_init(&a->inserted, false);
     a->region = h->rec;
@@ -378,9 +331,7 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
 typedef struct collect {
   int mode;                 /* 0 any, 1 may write, 2 conflicts with (dir, st) */
   pg_dir_t dir;
-  const pg_stream_t *st;     /* mode 2: the new access's stream, looked up at the first set
-                             * that holds anything (a check that finds nothing needs none) */
-  cudaStream_t stream;
+  const pg_stream_t *st;
   pg_access_t *out;
   size_t cap, total;
 } collect_t;
@@ -406,25 +357,13 @@ static void collect(pg_acc_t *a, void *ctx) {
 static size_t query(const void *p, size_t n, collect_t *c) {
   uintptr_t lo = (uintptr_t)p, hi = lo + n < lo ? UINTPTR_MAX : lo + n;
   if (!n) return 0;
-  /* Only writers matter to a writes-only query, and to a reader's conflicts (read/read is none). */
-  bool writers_only = c->mode == 1 || (c->mode == 2 && !pg_dir_may_write(c->dir));
   pg_region_hit_t hits[MAX_PIECES];
   size_t nh = pg_regions_overlapping(lo, hi, hits, MAX_PIECES);
   if (nh > MAX_PIECES) nh = MAX_PIECES;
   for (size_t i = 0; i < nh; i++) {
     pg_region_rec_t *r = hits[i].rec;
-    /* A copy's conflict check: nothing (or no writer) in the set, no lock to take. Whatever was
-     * inserted before the check was ordered after it (the inserting thread's unlock, then
-     * whatever synchronization led here) shows in the counts as surely as in the set; an insert
-     * running now is unordered with the new copy anyway. The other queries (a guard fault, which
-     * another thread's begin may have raised by protecting the page just before inserting, and
-     * unpins, syscalls, annotations) take the lock, so that they wait for an insert under way. */
-    if (c->mode == 2 &&
-        !atomic_load_explicit(writers_only ? &r->live_writers : &r->live, memory_order_acquire))
-      continue;
-    if (c->mode == 2 && !c->st && !(c->st = pg_stream_get(c->stream))) return 0;
     pthread_mutex_lock(&r->mu);
-    if (LD(r->gen) == hits[i].gen) set_visit(r, lo, hi, writers_only, collect, c);
+    if (LD(r->gen) == hits[i].gen) set_visit(r, lo, hi, collect, c);
     pthread_mutex_unlock(&r->mu);
   }
   return c->total;
@@ -437,7 +376,9 @@ size_t pg_inflight_query(const void *p, size_t n, int writes_only, pg_access_t *
 
 size_t pg_access_conflicts(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
                            pg_access_t *out, size_t cap) {
-  collect_t c = {.mode = 2, .dir = dir, .stream = stream, .out = out, .cap = cap};
+  pg_stream_t *st = pg_stream_get(stream);
+  if (!st) return 0;
+  collect_t c = {.mode = 2, .dir = dir, .st = st, .out = out, .cap = cap};
   return query(p, n, &c);
 }
 

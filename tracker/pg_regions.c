@@ -367,7 +367,7 @@ size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, 
   if (t_memo.valid && t_memo.lo == lo && t_memo.hi == hi &&
       t_memo.seq == atomic_load_explicit(&g_seq, memory_order_acquire)) {
     size_t k = t_memo.total < cap ? t_memo.total : cap;
-    for (size_t i = 0; i < k; i++) out[i] = t_memo.hits[i]; /* a hit or two: no memcpy call */
+    memcpy(out, t_memo.hits, k * sizeof(*out));
     return t_memo.total;
   }
   for (;;) {
@@ -402,7 +402,7 @@ size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, 
         t_memo.lo = lo;
         t_memo.hi = hi;
         t_memo.total = total;
-        for (size_t i = 0; i < total; i++) t_memo.hits[i] = out[i];
+        memcpy(t_memo.hits, out, total * sizeof(*out));
       }
       return total;
     }

@@ -301,47 +301,33 @@ static void maybe_recycle(pg_stream_t *st) {
   pthread_rwlock_unlock(&g_map_lock);
 }
 
-/* Retires in batches: the completed head of the FIFO is taken under one hold of the stream's
- * lock, removed from the regions' sets (one hold of a region's lock for each run in it), and given
- * back (events, records) under the next hold. */
-#define RETIRE_BATCH 32
 void pg_stream_retire(pg_stream_t *st, size_t max) {
-  pg_acc_t *batch[RETIRE_BATCH];
-  bool live[RETIRE_BATCH];
-  size_t k = 0, done = 0;
-  pthread_mutex_lock(&st->mu);
-  for (;;) {
-    for (size_t i = 0; i < k; i++) {
-      pg_stream_give_event(st, batch[i]->pub.event);
-      batch[i]->fifo_next = st->free_accs;
-      st->free_accs = batch[i];
-    }
-    bool more = k == RETIRE_BATCH || (k == 0 && done == 0);
-    k = 0;
-    if (!more) break;
+  for (size_t done = 0; !max || done < max; done++) {
+    pthread_mutex_lock(&st->mu);
+    pg_acc_t *a = st->fifo_head;
     /* Only the oldest needs polling: a stream completes in order. An access not yet in its
      * region's set is still being begun by another thread; it retires next time. */
-    for (pg_acc_t *a; k < RETIRE_BATCH && (!max || done < max) && (a = st->fifo_head) &&
-                      atomic_load_explicit(&a->inserted, memory_order_acquire) &&
-                      pg_acc_complete(a);
-         done++) {
-      st->fifo_head = a->fifo_next;
-      if (!st->fifo_head) st->fifo_tail = NULL;
-      batch[k++] = a;
+    if (!a || !atomic_load_explicit(&a->inserted, memory_order_acquire) ||
+        !pg_acc_complete(a)) {
+      pthread_mutex_unlock(&st->mu);
+      break;
     }
-    if (!k) break;
+    st->fifo_head = a->fifo_next;
+    if (!st->fifo_head) st->fifo_tail = NULL;
     pthread_mutex_unlock(&st->mu);
 
     /* Only while its region lives: a removed region's pages were forgotten with it, and its
      * address range may already belong to a new region whose counts are not this access's. */
-    pg_inflight_remove_n(batch, k, live);
-    for (size_t i = 0; i < k; i++)
-      if (live[i] && batch[i]->hooked)
-        pg_hook_retire(batch[i]->hook_lo, batch[i]->hook_hi, batch[i]->pub.dir, pg_hook_ctx);
-    atomic_fetch_sub_explicit(&pg_inflight_total, k, memory_order_relaxed);
+    if (pg_inflight_remove(a) && a->hooked)
+      pg_hook_retire(a->hook_lo, a->hook_hi, a->pub.dir, pg_hook_ctx);
+    atomic_fetch_sub_explicit(&pg_inflight_total, 1, memory_order_relaxed);
+
     pthread_mutex_lock(&st->mu);
+    pg_stream_give_event(st, a->pub.event);
+    a->fifo_next = st->free_accs;
+    st->free_accs = a;
+    pthread_mutex_unlock(&st->mu);
   }
-  pthread_mutex_unlock(&st->mu);
   if (LD(st->dead)) maybe_recycle(st);
 }
 

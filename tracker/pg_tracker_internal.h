@@ -52,10 +52,6 @@ struct pg_region_rec {
   pg_slot_t *slots_by_lo;      /* uthash, or NULL while the set is small */
   uintptr_t maxlen;            /* longest access in the set since it was last empty */
   size_t nacc;
-  /* How many accesses the set holds, and how many of them may write: written under mu, read
-   * without it by queries that then need not lock an empty set (a reader's conflict check with
-   * no device writer in flight, the common host->device copy). */
-  atomic_size_t live, live_writers;
   pg_slot_t *inline_sorted[PG_INLINE_SLOTS];
   pg_slot_t *free_slots;       /* idle slots, kept for the set's next inserts: removal (which the
                                 * fault handler's retirement does) never frees */
@@ -85,7 +81,6 @@ void pg_regions_unlock_writer(void);
 struct pg_slot {
   uintptr_t lo;                /* uthash key */
   uintptr_t maxhi;
-  size_t nwrite;               /* accesses in it that may write (queries for writers skip it) */
   pg_acc_t *accs;
   UT_hash_handle hh;
 };
@@ -115,9 +110,6 @@ void pg_inflight_clear_region(pg_region_rec_t *rec);
 /* Takes a retired access out of its region's set. False if the region went away meanwhile (the
  * region's removal ended the access's bookkeeping, guard pages included). */
 bool pg_inflight_remove(pg_acc_t *a);
-/* The same for n accesses at once (a run of them in one region under one hold of its lock);
- * live[i] is what pg_inflight_remove(a[i]) would have returned. */
-void pg_inflight_remove_n(pg_acc_t *const *a, size_t n, bool *live);
 
 /* ---- streams and vector clocks (pg_streams.c) --------------------------------------------- */
 /* Type-stable and bound to one dense id for life; recycled for a new stream once the old one
