@@ -462,8 +462,14 @@ void pg_decide_hostfn_leave(void) {
 }
 
 void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *st) {
-  static uintptr_t page_size;
-  if (!page_size) page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
+  /* Several threads may fault at once: the cache is atomic (relaxed: any of them stores the
+   * same value). */
+  static _Atomic uintptr_t page_size_cache;
+  uintptr_t page_size = atomic_load_explicit(&page_size_cache, memory_order_relaxed);
+  if (!page_size) {
+    page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
+    atomic_store_explicit(&page_size_cache, page_size, memory_order_relaxed);
+  }
   uintptr_t page = addr & ~(page_size - 1);
   /* This may run on a program's small alternate signal stack (SA_ONSTACK): keep the frame small.
    * Conflicts beyond these few are settled when the retried instruction faults again. */

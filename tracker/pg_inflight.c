@@ -11,54 +11,53 @@
 
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
+/* ---- deferred frees ----------------------------------------------------------------------
+ * Nothing the fault handler reaches may call the allocator (the interrupted code may be inside
+ * it). Retirement, which the handler runs, drops a set's hash once the set shrinks: its tables go
+ * on a lock-free list (each block's first word is the link), freed by the next path that may
+ * allocate (building a hash, clearing a region). */
+static _Atomic(void *) g_deferred;
+
+void pg_defer_free(void *p) {
+  if (!p) return;
+  void *head = atomic_load_explicit(&g_deferred, memory_order_relaxed);
+  do {
+    *(void **)p = head;
+  } while (!atomic_compare_exchange_weak_explicit(&g_deferred, &head, p, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
+void pg_deferred_drain(void) {
+  if (!atomic_load_explicit(&g_deferred, memory_order_relaxed)) return;
+  void *p = atomic_exchange_explicit(&g_deferred, NULL, memory_order_acquire);
+  while (p) {
+    void *next = *(void **)p;
+    free(p);
+    p = next;
+  }
+}
+
+/* The in-flight sets' hashes free through the list. */
+#undef uthash_free
+#define uthash_free(ptr, sz) pg_defer_free(ptr)
+
 /* ---- one region's set (r->mu held) ------------------------------------------------------
  * Per copy, the cold memory touched is what costs (with 100k regions, each is a cache miss):
- * small sets live in the region record itself, slots come from a per-thread cache, and the
- * uthash by address is built only for sets large enough to need it. */
-#define SLOT_CACHE_MAX 64
-static __thread pg_slot_t *t_slot_cache;
-static __thread unsigned t_slot_cached;
-
-static pg_slot_t *slot_alloc(void) {
-  pg_slot_t *s = t_slot_cache;
-  if (s) {
-    t_slot_cache = (pg_slot_t *)s->accs;
-    t_slot_cached--;
-  } else if (!(s = malloc(sizeof(*s)))) {
-    return NULL;
-  }
+ * small sets live in the region record itself, and the uthash by address is built only for sets
+ * large enough to need it. Slots removed stay on the region's free list (a removal never frees:
+ * the fault handler's retirements remove), reused by its later inserts; the sorted array, once
+ * grown, stays too. Both go back to the heap when the region is removed. */
+static pg_slot_t *slot_alloc(pg_region_rec_t *r) {
+  pg_slot_t *s = r->free_slots;
+  if (s) r->free_slots = (pg_slot_t *)s->accs;
+  else if (!(s = malloc(sizeof(*s)))) return NULL;
   memset(s, 0, sizeof(*s));
   return s;
 }
 
-/* A thread's cached slots go back to the heap when it exits. */
-static pthread_key_t g_slot_key;
-static pthread_once_t g_slot_once = PTHREAD_ONCE_INIT;
-static __thread bool t_slot_key_set;
-
-static void slot_cache_drain(void *unused) {
-  (void)unused;
-  while (t_slot_cache) {
-    pg_slot_t *s = t_slot_cache;
-    t_slot_cache = (pg_slot_t *)s->accs;
-    free(s);
-  }
-  t_slot_cached = 0;
-}
-static void make_slot_key(void) { pthread_key_create(&g_slot_key, slot_cache_drain); }
-
-static void slot_free(pg_slot_t *s) {
-  if (!t_slot_key_set) {
-    pthread_once(&g_slot_once, make_slot_key);
-    t_slot_key_set = pthread_setspecific(g_slot_key, &t_slot_key_set) == 0;
-  }
-  if (t_slot_cached >= SLOT_CACHE_MAX || !t_slot_key_set) {
-    free(s);
-    return;
-  }
-  s->accs = (pg_acc_t *)t_slot_cache; /* reused as the cache's link */
-  t_slot_cache = s;
-  t_slot_cached++;
+static void slot_free(pg_region_rec_t *r, pg_slot_t *s) {
+  s->accs = (pg_acc_t *)r->free_slots; /* reused as the free list's link */
+  r->free_slots = s;
 }
 
 /* First slot whose lo is >= x. */
@@ -76,6 +75,7 @@ static void hash_drop(pg_region_rec_t *r) { HASH_CLEAR(hh, r->slots_by_lo); }
 
 /* Builds the hash once the set is large; if memory runs short the set works without it. */
 static void hash_build(pg_region_rec_t *r) {
+  pg_deferred_drain();
   pg_hash_oom = 0;
   for (size_t i = 0; i < r->nslots && !pg_hash_oom; i++)
     HASH_ADD(hh, r->slots_by_lo, lo, sizeof(r->sorted[i]->lo), r->sorted[i]);
@@ -110,12 +110,13 @@ static pg_slot_t *slot_get(pg_region_rec_t *r, uintptr_t lo) {
     r->sorted = p;
     r->cap_slots = cap;
   }
-  if (!(s = slot_alloc())) return NULL;
+  if (!(s = slot_alloc(r))) return NULL;
   s->lo = lo;
   memmove(&r->sorted[pos + 1], &r->sorted[pos], (r->nslots - pos) * sizeof(*r->sorted));
   r->sorted[pos] = s;
   r->nslots++;
   if (r->slots_by_lo) {
+    pg_deferred_drain(); /* an add may expand the table: this path may free */
     pg_hash_oom = 0;
     HASH_ADD(hh, r->slots_by_lo, lo, sizeof(s->lo), s);
     if (pg_hash_oom) hash_drop(r);
@@ -133,12 +134,7 @@ static void slot_remove(pg_region_rec_t *r, pg_slot_t *s) {
     if (r->nslots < PG_HASH_SLOTS / 2) hash_drop(r); /* hysteresis: no rebuild per copy */
     else HASH_DEL(r->slots_by_lo, s);
   }
-  if (r->nslots == 0 && r->sorted != r->inline_sorted) { /* back inside the record */
-    free(r->sorted);
-    r->sorted = r->inline_sorted;
-    r->cap_slots = PG_INLINE_SLOTS;
-  }
-  slot_free(s);
+  slot_free(r, s);
 }
 
 static bool set_insert(pg_region_rec_t *r, pg_acc_t *a) {
@@ -198,12 +194,18 @@ void pg_inflight_clear_region(pg_region_rec_t *r) {
   pthread_mutex_lock(&r->mu);
   hash_drop(r);
   for (size_t i = 0; i < r->nslots; i++) free(r->sorted[i]);
+  while (r->free_slots) {
+    pg_slot_t *s = r->free_slots;
+    r->free_slots = (pg_slot_t *)s->accs;
+    free(s);
+  }
   if (r->sorted && r->sorted != r->inline_sorted) free(r->sorted);
   r->sorted = NULL;
   r->nslots = 0;
   r->nacc = 0;
   r->maxlen = 0;
   pthread_mutex_unlock(&r->mu);
+  pg_deferred_drain();
 }
 
 /* ---- begin ------------------------------------------------------------------------------------ */

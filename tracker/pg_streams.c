@@ -255,27 +255,28 @@ bool pg_stream_ordered_after(const pg_stream_t *st, const pg_acc_t *a) {
   return sid == L->id || LD(L->vc[sid]) >= a->pub.seq;
 }
 
-/* ---- pools ------------------------------------------------------------------------------------ */
+/* ---- pools ------------------------------------------------------------------------------------
+ * Retirement returns events to the pool, and the fault handler retires: the pool is grown when an
+ * event is created (never from the handler), so that every event the stream owns fits in it. */
 bool pg_stream_take_event(pg_stream_t *st, cudaEvent_t *e) {
   if (st->npool) {
     *e = st->pool[--st->npool];
     return true;
   }
-  return pg_ops.event_create(e) == PG_DEV_OK;
-}
-
-void pg_stream_give_event(pg_stream_t *st, cudaEvent_t e) {
-  if (st->npool == st->cap_pool) {
+  if (st->nevents >= st->cap_pool) {
     size_t cap = st->cap_pool ? st->cap_pool * 2 : 16;
     cudaEvent_t *p = realloc(st->pool, cap * sizeof(*p));
-    if (!p) {
-      pg_ops.event_destroy(e);
-      return;
-    }
+    if (!p) return false;
     st->pool = p;
     st->cap_pool = cap;
   }
-  st->pool[st->npool++] = e;
+  if (pg_ops.event_create(e) != PG_DEV_OK) return false;
+  st->nevents++;
+  return true;
+}
+
+void pg_stream_give_event(pg_stream_t *st, cudaEvent_t e) {
+  if (st->npool < st->cap_pool) st->pool[st->npool++] = e; /* always: cap_pool >= nevents */
 }
 
 pg_acc_t *pg_stream_alloc_acc(pg_stream_t *st) {
@@ -593,6 +594,7 @@ static void reset_stream(pg_stream_t *st) {
     free(a);
   }
   st->npool = 0;
+  st->nevents = 0;
   pg_atomic_max(&pg_host_clock[st->id], LD(st->vc[st->id]));
   pthread_mutex_unlock(&st->mu);
 }

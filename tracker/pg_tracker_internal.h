@@ -53,6 +53,8 @@ struct pg_region_rec {
   uintptr_t maxlen;            /* longest access in the set since it was last empty */
   size_t nacc;
   pg_slot_t *inline_sorted[PG_INLINE_SLOTS];
+  pg_slot_t *free_slots;       /* idle slots, kept for the set's next inserts: removal (which the
+                                * fault handler's retirement does) never frees */
   pg_stack_t stack;            /* last: cold, read only for reports */
   /* writer side, under the region writer lock */
   uintptr_t key_base;          /* uthash key (exact base) */
@@ -97,6 +99,11 @@ struct pg_acc {
   pg_stream_t *stream;
 };
 
+/* Frees p later, from a path that may allocate (the in-flight set's hash tables, dropped by
+ * retirements the fault handler runs); lock-free. pg_deferred_drain frees what is pending. */
+void pg_defer_free(void *p);
+void pg_deferred_drain(void);
+
 /* Drops a region's whole in-flight set (region removed, or fork child); accesses stay in their
  * stream FIFOs and retire there. */
 void pg_inflight_clear_region(pg_region_rec_t *rec);
@@ -120,7 +127,8 @@ struct pg_stream {
   pg_acc_t *fifo_head, *fifo_tail;
   unsigned begins_since_poll;  /* begins since this stream's FIFO head was last polled */
   cudaEvent_t *pool;           /* idle completion events */
-  size_t npool, cap_pool;
+  size_t npool, cap_pool;      /* cap_pool >= nevents: returning one never grows the pool */
+  size_t nevents;              /* events this stream owns: idle in the pool or its accesses' */
   pg_acc_t *free_accs;
   UT_hash_handle hh;           /* stream map, keyed by handle */
   pg_stream_t *next_free;
