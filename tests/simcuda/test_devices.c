@@ -377,6 +377,9 @@ Test(devices, peer_copies_between_arenas, .init = eight) {
   /* The synchronous form, from a third device. */
   CK(cudaSetDevice(4));
   CK(cudaMemset(d[2], 0x11, 65536));
+  /* cudaMemset may return before it ran (device 4's legacy stream), and cudaMemcpyPeer orders
+   * only with the current, source and destination devices' work: wait for device 4. */
+  CK(cudaDeviceSynchronize());
   CK(cudaSetDevice(5));
   CK(cudaMemcpyPeer(d[6], 6, d[2], 2, 65536));
   CK(cudaMemcpy(h, d[6], 65536, cudaMemcpyDeviceToHost));

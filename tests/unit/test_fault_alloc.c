@@ -98,10 +98,10 @@ static void on_fault(int sig, siginfo_t *info, void *uctx) {
   /* Another thread's retirement may have opened the page since the fault (as pg_signal.c's
    * retry_stale): the retried instruction goes through. */
   static __thread unsigned stale;
-  if (!pg_guard_owns(addr) && pg_guard_claims(addr) != PG_GUARD_NOT_OURS && ++stale < 1000)
-    return;
+  bool owns = pg_guard_owns(addr); /* asked once: another thread may open the page any time */
+  if (!owns && pg_guard_claims(addr) != PG_GUARD_NOT_OURS && ++stale < 1000) return;
   stale = 0;
-  if (!pg_guard_owns(addr)) {
+  if (!owns) {
     static const char msg[] = "FAIL: a fault on a page pinguard does not guard\n";
     ssize_t r = write(2, msg, sizeof msg - 1);
     (void)r;
