@@ -91,6 +91,30 @@ static const char *local_name(dm_t *d, bool *special);
 static void function_type(dm_t *d);
 static void encoding_name_only(dm_t *d, size_t at, bool *special);
 
+/* A list of parameter types, written "a, b", up to where `ends` says the list stops (not
+ * consumed). A lone `v` is the empty list "()" and writes nothing. */
+typedef bool (*list_end_t)(const char *p);
+static bool ends_at_E(const char *p) { return *p == 'E'; }
+/* A function type's list, which an optional ref-qualifier (R or O) may close before its E. */
+static bool ends_at_ref_qualifier(const char *p) {
+  return *p == 'E' || ((*p == 'R' || *p == 'O') && p[1] == 'E');
+}
+/* An encoding's list runs to the end of the name or to a clone suffix ('.')... */
+static bool ends_at_suffix(const char *p) { return *p == '\0' || *p == '.'; }
+/* ...and, inside a local name, to the local name's closing E. */
+static bool ends_in_local_name(const char *p) { return ends_at_suffix(p) || *p == 'E'; }
+
+static void parameter_types(dm_t *d, list_end_t ends) {
+  if (d->p[0] == 'v' && ends(d->p + 1)) {
+    d->p++;
+    return;
+  }
+  for (bool first = true; !d->err && *d->p && !ends(d->p); first = false) {
+    if (!first) puts_(d, ", ");
+    type(d);
+  }
+}
+
 /* <source-name> ::= <length> <identifier> */
 static void source_name(dm_t *d) {
   size_t n = 0;
@@ -146,14 +170,7 @@ static void unqualified_name(dm_t *d, bool *special) {
     d->p += 2;
     puts_(d, lambda ? "{lambda(" : "{unnamed type#");
     if (lambda) {
-      if (d->p[0] == 'v' && d->p[1] == 'E') {
-        d->p++;
-      } else {
-        for (bool first = true; !d->err && *d->p && *d->p != 'E'; first = false) {
-          if (!first) puts_(d, ", ");
-          type(d);
-        }
-      }
+      parameter_types(d, ends_at_E);
       if (*d->p != 'E') return (void)(d->err = true);
       d->p++;
       puts_(d, ")#");
@@ -259,14 +276,7 @@ static void address_of(dm_t *d) {
     memcpy(ret, d->out + name_end, ret_len);
     d->len = name_end;
     puts_(d, "(");
-    if (d->p[0] == 'v' && d->p[1] == 'E') {
-      d->p++;
-    } else {
-      for (bool first = true; !d->err && *d->p && *d->p != 'E'; first = false) {
-        if (!first) puts_(d, ", ");
-        type(d);
-      }
-    }
+    parameter_types(d, ends_at_E);
     puts_(d, "))");
     size_t n = ret_len + 2; /* "(" ret " " before the name */
     if (d->len + n >= sizeof d->out) return (void)(d->err = true);
@@ -547,16 +557,7 @@ static void function_type(dm_t *d) {
   puts_(d, " ");
   size_t params_at = d->len;
   puts_(d, "(");
-  if (d->p[0] == 'v' && d->p[1] == 'E') {
-    d->p++;
-  } else {
-    for (bool first = true; !d->err && *d->p && *d->p != 'E' &&
-                            !((*d->p == 'R' || *d->p == 'O') && d->p[1] == 'E');
-         first = false) {
-      if (!first) puts_(d, ", ");
-      type(d);
-    }
-  }
+  parameter_types(d, ends_at_ref_qualifier);
   const char *ref = "";
   if (*d->p == 'R' || *d->p == 'O') ref = *d->p++ == 'R' ? " &" : " &&";
   if (*d->p != 'E') return (void)(d->err = true);
@@ -604,15 +605,7 @@ static const char *encoding(dm_t *d, bool nested) {
     d->len = at;
   }
   puts_(d, "(");
-  if (d->p[0] == 'v' && (d->p[1] == '\0' || d->p[1] == '.' || (nested && d->p[1] == 'E'))) {
-    d->p++;
-  } else {
-    for (bool first = true; !d->err && *d->p && *d->p != '.' && !(nested && *d->p == 'E');
-         first = false) {
-      if (!first) puts_(d, ", ");
-      type(d);
-    }
-  }
+  parameter_types(d, nested ? ends_in_local_name : ends_at_suffix);
   puts_(d, ")");
   puts_(d, quals);
   return "";
