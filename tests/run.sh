@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds pinguard and runs every test: the normal build, then AddressSanitizer,
-# UndefinedBehaviorSanitizer and ThreadSanitizer builds of the same suite.
+# Builds pinguard and runs every test: the normal build, then one build under AddressSanitizer
+# and UndefinedBehaviorSanitizer together, and one under ThreadSanitizer, of the same suite.
+# (PG_SANITIZE=address or =undefined alone also configure, for chasing one finding.)
 #   tests/run.sh            all four builds (what CI runs)
 #   tests/run.sh --quick    the normal build only
 # The torch tier (tests/torch: real PyTorch on simcuda) runs in the normal build only, with the
@@ -24,8 +25,7 @@ run_build() { # name, extra cmake args...
 failed=""
 run_build build || failed="$failed build"
 if [ "${1:-}" != "--quick" ]; then
-  run_build build-asan -DPG_SANITIZE=address || failed="$failed build-asan"
-  run_build build-ubsan -DPG_SANITIZE=undefined || failed="$failed build-ubsan"
+  run_build build-asan-ubsan -DPG_SANITIZE=address,undefined || failed="$failed build-asan-ubsan"
   run_build build-tsan -DPG_SANITIZE=thread || failed="$failed build-tsan"
 fi
 if [ -n "$failed" ]; then
