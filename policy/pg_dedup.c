@@ -19,11 +19,7 @@ static bool runtime_name(const char *path) {
   static const char *const prefixes[] = {"libc.so", "libc-", "ld-linux", "libpthread",
                                          "libpinguard", "libcudart", "libcuda.so", "libasan",
                                          "libtsan", "libubsan", "libpython", "python"};
-  const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
-  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-    if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0) return true;
-  return false;
+  return pg_module_named(path, prefixes, sizeof prefixes / sizeof prefixes[0]);
 }
 
 static int add_module(struct dl_phdr_info *info, size_t size, void *data) {

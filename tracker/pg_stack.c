@@ -35,14 +35,18 @@ static struct {
 } end_ranges[END_RANGES];
 static atomic_uint n_end_ranges;
 
+bool pg_module_named(const char *path, const char *const *prefixes, size_t n) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0) return true;
+  return false;
+}
+
 static bool end_module(const char *path) {
   static const char *const prefixes[] = {"libc.so", "libc-", "libasan", "libtsan", "libubsan",
                                          "libpython", "python", "libffi", "_ctypes."};
-  const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
-  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-    if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0) return true;
-  return false;
+  return pg_module_named(path, prefixes, sizeof prefixes / sizeof prefixes[0]);
 }
 
 static int add_end_module(struct dl_phdr_info *info, size_t size, void *data) {

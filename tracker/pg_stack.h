@@ -5,6 +5,7 @@
 #define PG_STACK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define PG_STACK_MAX 16
@@ -31,6 +32,9 @@ typedef struct pg_stack {
   const void *py_code[PG_PYSTACK_MAX];
   int32_t py_offset[PG_PYSTACK_MAX];
 } pg_stack_t;
+
+/* Whether the file name of `path` (a loaded object's path) starts with one of `prefixes`. */
+bool pg_module_named(const char *path, const char *const *prefixes, size_t n);
 
 /* Copies the valid part of a stack (a stack record is a few hundred bytes, mostly unused). */
 static inline void pg_stack_copy(pg_stack_t *dst, const pg_stack_t *src) {
