@@ -49,11 +49,9 @@ static bool describe(const void *func, pg_kparams_t *kp) {
   return true;
 }
 
-/* Every launch: the op from the cached layout and the arguments, then the forward between the
- * decisions (a launch holding no pinned pointer still orders the legacy stream). */
-static cudaError_t launch_tracked(const char *api, bool ptsz, const void *func, void **args,
-                                  cudaStream_t s, const pg_stack_t *st, cudaError_t (*fwd)(void *),
-                                  void *fwd_ctx) {
+int pg_shim_launch_tracked(const char *api, bool ptsz, const void *func,
+                           pg_kparams_describe_fn describe, void **args, cudaStream_t s,
+                           const pg_stack_t *st, int (*fwd)(void *), void *fwd_ctx) {
   pg_reentry_t r = pg_shim_enter();
   pg_op_t op;
   pg_op_begin_kernel(&op, api, func, s, ptsz);
@@ -61,11 +59,17 @@ static cudaError_t launch_tracked(const char *api, bool ptsz, const void *func, 
   /* func NULL: a handle we never saw made */
   pg_kparams_build_op(&op, func ? pg_kparams_get(func, describe) : NULL, args);
   if (op.nspans) pg_decide_before_op(&op);
-  cudaError_t err = fwd(fwd_ctx);
-  if (err == cudaSuccess && op.nspans) pg_decide_after_op(&op);
-  else if (err == cudaSuccess && op.stream == 0) pg_decide_untracked_op(0); /* legacy ordering */
+  int err = fwd(fwd_ctx);
+  if (err == 0 && op.nspans) pg_decide_after_op(&op);
+  else if (err == 0 && op.stream == 0) pg_decide_untracked_op(0); /* legacy ordering */
   pg_shim_leave(r);
   return err;
+}
+
+static cudaError_t launch_tracked(const char *api, bool ptsz, const void *func, void **args,
+                                  cudaStream_t s, const pg_stack_t *st, int (*fwd)(void *),
+                                  void *fwd_ctx) {
+  return (cudaError_t)pg_shim_launch_tracked(api, ptsz, func, describe, args, s, st, fwd, fwd_ctx);
 }
 
 /* ---- cudaLaunchKernel ---------------------------------------------------------------------- */
@@ -78,7 +82,7 @@ typedef struct launch_args {
   cudaStream_t stream;
 } launch_args_t;
 
-static cudaError_t forward_launch(void *ctx) {
+static int forward_launch(void *ctx) {
   launch_args_t *a = ctx;
   __typeof__(&cudaLaunchKernel) real = (__typeof__(&cudaLaunchKernel))pg_real(a->id);
   if (!real) return cudaErrorSharedObjectSymbolNotFound;
@@ -118,7 +122,7 @@ typedef struct launch_handle_args {
   cudaStream_t stream;
 } launch_handle_args_t;
 
-static cudaError_t forward_launch_handle(void *ctx) {
+static int forward_launch_handle(void *ctx) {
   launch_handle_args_t *a = ctx;
   __typeof__(&__cudaLaunchKernel) real = (__typeof__(&__cudaLaunchKernel))pg_real(a->id);
   if (!real) return cudaErrorSharedObjectSymbolNotFound;
@@ -146,7 +150,7 @@ typedef struct launch_ex_args {
   void **args;
 } launch_ex_args_t;
 
-static cudaError_t forward_launch_ex(void *ctx) {
+static int forward_launch_ex(void *ctx) {
   launch_ex_args_t *a = ctx;
   __typeof__(&cudaLaunchKernelExC) real = (__typeof__(&cudaLaunchKernelExC))pg_real(a->id);
   if (!real) return cudaErrorSharedObjectSymbolNotFound;

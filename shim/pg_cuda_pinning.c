@@ -1,21 +1,9 @@
-/* pg_cuda_pinning.c: interceptors that create and destroy pinned host memory.
+/* pg_cuda_pinning.c: interceptors that create and destroy pinned host memory, and the helpers
+ * the driver's pinning interceptors (pg_cu_api.c) share with them.
  * libcudart is linked -Bsymbolic, so cudaMallocHost never reaches our cudaHostAlloc: each entry
  * point is wrapped on its own. Freeing or unregistering checks in-flight accesses first. */
 #include "pg_intercept.h"
 #include "pg_shim.h"
-
-/* After a successful pinning call: the new region, with the application's call site. A macro,
- * so that the stack is captured in the interceptor's own frame. */
-#define PG_NOTE_PINNED(p, n, how, flags)                \
-  do {                                                  \
-    if (pg_shim_start_tracking()) {                     \
-      pg_stack_t st_;                                   \
-      PG_CAPTURE(&st_);                                 \
-      pg_reentry_t g_ = pg_shim_enter();                \
-      pg_decide_pinned((p), (n), (how), (flags), &st_); \
-      pg_shim_leave(g_);                                \
-    }                                                   \
-  } while (0)
 
 PG_INTERCEPT(cudaError_t, cudaHostAlloc, void **p, size_t size, unsigned int flags) {
   cudaError_t err = PG_FORWARD(cudaHostAlloc, p, size, flags);
@@ -30,39 +18,46 @@ PG_INTERCEPT(cudaError_t, cudaMallocHost, void **p, size_t size) {
   return err;
 }
 
+unsigned pg_shim_register_kind(void *p, size_t n) {
+  if (!pg_shim_start_tracking()) return 0;
+  pg_reentry_t g = pg_shim_enter();
+  unsigned kind = pg_decide_register_flags(p, n);
+  pg_shim_leave(g);
+  return kind;
+}
+
 PG_INTERCEPT(cudaError_t, cudaHostRegister, void *p, size_t size, unsigned int flags) {
-  unsigned kind = 0;
-  if (pg_shim_start_tracking()) {
-    pg_reentry_t g = pg_shim_enter();
-    kind = pg_decide_register_flags(p, size);
-    pg_shim_leave(g);
-  }
+  unsigned kind = pg_shim_register_kind(p, size);
   cudaError_t err = PG_FORWARD(cudaHostRegister, p, size, flags);
   if (err == cudaSuccess) PG_NOTE_PINNED(p, size, PG_PIN_REGISTER, flags | kind);
   return err;
 }
 
-/* Free and unregister share one shape: check and forget, forward, remember again on failure. */
-static cudaError_t unpin(void *p, bool is_free, const pg_stack_t *st) {
+/* Free and unregister share one shape, in both API layers: check and forget, forward, remember
+ * again on failure. */
+int pg_shim_unpin(void *p, bool is_free, const pg_stack_t *st, int (*forward)(void *p)) {
   pg_reentry_t g = pg_shim_enter();
   pg_unpin_t saved;
   pg_decide_unpin_begin(p, is_free, st, &saved);
-  cudaError_t err = is_free ? PG_FORWARD(cudaFreeHost, p) : PG_FORWARD(cudaHostUnregister, p);
-  pg_decide_unpin_end(&saved, err == cudaSuccess);
+  int err = forward(p);
+  pg_decide_unpin_end(&saved, err == 0);
   pg_shim_leave(g);
   return err;
 }
+
+static int free_host(void *p) { return PG_FORWARD(cudaFreeHost, p); }
+static int unregister(void *p) { return PG_FORWARD(cudaHostUnregister, p); }
 
 PG_INTERCEPT(cudaError_t, cudaFreeHost, void *p) {
   if (!p || !pg_shim_start_tracking()) return PG_FORWARD(cudaFreeHost, p);
   pg_stack_t st;
   PG_CAPTURE(&st);
-  return unpin(p, true, &st);
+  return (cudaError_t)pg_shim_unpin(p, true, &st, free_host);
 }
 
 PG_INTERCEPT(cudaError_t, cudaHostUnregister, void *p) {
   if (!p || !pg_shim_start_tracking()) return PG_FORWARD(cudaHostUnregister, p);
   pg_stack_t st;
   PG_CAPTURE(&st);
-  return unpin(p, false, &st);
+  return (cudaError_t)pg_shim_unpin(p, false, &st, unregister);
 }

@@ -8,51 +8,39 @@
 #include "pg_intercept.h"
 #include "pg_shim.h"
 
-/* Forwards, then runs `on_success` under the reentrancy guard when tracking is on. */
-#define PG_AFTER_SUCCESS(call, on_success)                         \
-  __extension__({                                                  \
-    cudaError_t err_ = (call);                                     \
-    if (err_ == cudaSuccess && pg_shim_start_tracking()) {         \
-      pg_reentry_t g_ = pg_shim_enter();                           \
-      on_success;                                                  \
-      pg_shim_leave(g_);                                           \
-    }                                                              \
-    err_;                                                          \
-  })
-
 /* ---- streams ------------------------------------------------------------------------------- */
 /* What the host will know is fixed before the real call (other threads may enqueue while it
  * blocks) and learned after it. A query that answers cudaSuccess means the same as a sync. */
-static cudaError_t host_sync(cudaStream_t s, cudaStream_t resolved, bool device,
-                             cudaError_t (*call)(cudaStream_t)) {
+int pg_shim_host_sync(cudaStream_t s, cudaStream_t resolved, bool device,
+                      int (*call)(cudaStream_t)) {
   if (!pg_shim_start_tracking()) return call(s);
   pg_reentry_t g = pg_shim_enter();
   if (device)
     pg_decide_sync_prepare_device();
   else
     pg_decide_sync_prepare(resolved);
-  cudaError_t err = call(s);
-  pg_decide_sync_done(err == cudaSuccess);
+  int err = call(s);
+  pg_decide_sync_done(err == 0);
   pg_shim_leave(g);
   return err;
 }
 
 #define PG_STREAM_SYNC(name, ptsz)                                                            \
-  static cudaError_t real_##name(cudaStream_t s) { return PG_FORWARD(name, s); }              \
+  static int real_##name(cudaStream_t s) { return PG_FORWARD(name, s); }                      \
   PG_INTERCEPT(cudaError_t, name, cudaStream_t s) {                                           \
-    return host_sync(s, pg_stream_of(s, ptsz), false, real_##name);                           \
+    return (cudaError_t)pg_shim_host_sync(s, pg_stream_of(s, ptsz), false, real_##name);      \
   }
 PG_STREAM_SYNC(cudaStreamSynchronize, false)
 PG_STREAM_SYNC(cudaStreamSynchronize_ptsz, true)
 PG_STREAM_SYNC(cudaStreamQuery, false)
 PG_STREAM_SYNC(cudaStreamQuery_ptsz, true)
 
-static cudaError_t real_device_sync(cudaStream_t unused) {
+static int real_device_sync(cudaStream_t unused) {
   (void)unused;
   return PG_FORWARD(cudaDeviceSynchronize);
 }
 PG_INTERCEPT(cudaError_t, cudaDeviceSynchronize, void) {
-  return host_sync(0, 0, true, real_device_sync);
+  return (cudaError_t)pg_shim_host_sync(0, 0, true, real_device_sync);
 }
 
 PG_INTERCEPT(cudaError_t, cudaStreamDestroy, cudaStream_t s) {

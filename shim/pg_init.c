@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pg_devops_driver.h"
 #include "pg_devops_runtime.h"
 #include "pg_intercept.h"
 #include "pg_policy.h"
@@ -48,8 +49,32 @@ pg_reentry_t pg_shim_enter(void) {
 void pg_shim_leave(pg_reentry_t g) { inside_pinguard = g.was_inside; }
 
 /* ---- lazy start ----------------------------------------------------------------------------- */
-static bool start_tracking(void) {
-  pg_shim_check_static_runtimes(); /* objects dlopen()ed since start-up */
+/* The device operations of the driver, for a process without a dynamic runtime; false if the
+ * driver lacks one that tracking needs. */
+static bool driver_ops(pg_devops_t *ops) {
+  pg_cudrv_fns_t drv = {
+      .event_create = PG_REAL(cuEventCreate),
+      .event_record = PG_REAL(cuEventRecord),
+      .event_query = PG_REAL(cuEventQuery),
+      .event_synchronize = PG_REAL(cuEventSynchronize),
+      .event_destroy = PG_REAL(cuEventDestroy_v2),
+      .stream_get_flags = PG_REAL(cuStreamGetFlags),
+      .stream_is_capturing = PG_REAL(cuStreamIsCapturing),
+      .pointer_get_attribute = PG_REAL(cuPointerGetAttribute),
+      .ctx_get_device = PG_REAL(cuCtxGetDevice),
+  };
+  if (!drv.event_create || !drv.event_record || !drv.event_query || !drv.event_synchronize ||
+      !drv.event_destroy)
+    return false;
+  *ops = pg_devops_driver(&drv);
+  return true;
+}
+
+/* The device operations: the runtime's when the process has a dynamic runtime (pinguard's own
+ * work then goes where the application's runtime calls go), else the driver's. */
+static bool choose_ops(pg_devops_t *ops) {
+  if (!pg_real_quiet(PG_HOOK_ID_cudaRuntimeGetVersion) && pg_real_quiet(PG_HOOK_ID_cuEventCreate))
+    return driver_ops(ops);
   if (!pg_resolve_required()) return false;
   pg_cudart_fns_t rt = {
       .event_create_with_flags = PG_REAL(cudaEventCreateWithFlags),
@@ -62,7 +87,14 @@ static bool start_tracking(void) {
       .pointer_get_attributes = PG_REAL(cudaPointerGetAttributes),
       .get_device = PG_REAL(cudaGetDevice),
   };
-  pg_devops_t ops = pg_devops_runtime(&rt);
+  *ops = pg_devops_runtime(&rt);
+  return true;
+}
+
+static bool start_tracking(void) {
+  pg_shim_check_static_runtimes(); /* objects dlopen()ed since start-up */
+  pg_devops_t ops;
+  if (!choose_ops(&ops)) return false;
   /* The fault handler goes in before the first page can be protected. */
   if (pg_policy_guard()) pg_signal_install(pg_policy_options()->guard_shared_edges);
   if (!pg_decide_start(&ops)) return false;

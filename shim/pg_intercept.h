@@ -79,6 +79,10 @@ typedef cudaError_t (*pg_batch_fn_128)(void *const *dsts, const void *const *src
                                        size_t num_attrs, size_t *fail_idx, cudaStream_t stream);
 
 /* ---- the hook table (one entry per PG_HOOK row of pg_hooks.inc) ------------------------------ */
+/* cuda.h maps cuGetProcAddress to cuGetProcAddress_v2; rows name each variant as exported. */
+#ifdef cuGetProcAddress
+#undef cuGetProcAddress
+#endif
 enum pg_hook_id {
 #define PG_HOOK(lib, name, required) PG_HOOK_ID_##name,
 #include "pg_hooks.inc"
@@ -93,6 +97,9 @@ extern _Atomic(void *) pg_hook_real_fn[PG_HOOK_COUNT];
  * libcuda rows a warning is printed once for that name). Never allocates beyond what dlsym
  * does, takes no lock of its own, and refuses an address inside libpinguard.so itself. */
 void *pg_real_slow(enum pg_hook_id id);
+
+/* pg_real_slow without the warning: for asking whether a library is there at all. */
+void *pg_real_quiet(enum pg_hook_id id);
 
 /* Returns the real function for a row, resolving it on first use. Safe before constructors
  * run, from a sanitizer's start-up and from a signal handler (once resolved: one atomic load). */
@@ -137,6 +144,9 @@ static inline void *pg_real(enum pg_hook_id id) {
  * the name has no row. By name: a linear search, for cold paths only. */
 const void *pg_hook_wrapper_id(enum pg_hook_id id);
 const void *pg_hook_wrapper(const char *name);
+
+/* Whether a row is the driver's (lib cuda). */
+bool pg_hook_is_driver(enum pg_hook_id id);
 
 /* True if p lies inside this object (libpinguard.so): the resolver refuses such a result. */
 bool pg_hook_is_own(const void *p);

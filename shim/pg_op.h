@@ -49,14 +49,14 @@ static inline void pg_op_add_copy_spans(pg_op_t *op, void *dst, const void *src,
   }
 }
 
-/* Runs `call` (the real forward, a cudaError_t expression) between the two decisions, inside
- * pinguard (its own calls are not tracked), once the op is described. */
+/* Runs `call` (the real forward: a cudaError_t or CUresult expression, 0 on success) between
+ * the two decisions, inside pinguard (its own calls are not tracked), once the op is described. */
 #define PG_TRACKED_CALL(op, call)                       \
   __extension__({                                       \
     pg_reentry_t r_ = pg_shim_enter();                  \
     pg_decide_before_op(op);                            \
-    cudaError_t err_ = (call);                          \
-    if (err_ == cudaSuccess) pg_decide_after_op(op);    \
+    __typeof__(call) err_ = (call);                     \
+    if (err_ == 0) pg_decide_after_op(op);              \
     pg_shim_leave(r_);                                  \
     err_;                                               \
   })

@@ -2,7 +2,8 @@
  * function behind each row lazily, by the row's library:
  *   cudart: dlvsym(RTLD_NEXT, name, "libcudart.so.<major>"), then dlsym(RTLD_NEXT, name), then
  *           dlopen(RTLD_NOLOAD) of an already-loaded libcudart (interposition.md);
- *   cuda:   (no rows yet) dlsym(RTLD_NEXT, name), then a RTLD_NOLOAD dlopen of libcuda.so.1;
+ *   cuda:   dlsym(RTLD_NEXT, name), then a RTLD_NOLOAD dlopen of libcuda.so.1 (pinguard's
+ *           dlsym, pg_dlsym.S, never swaps in a wrapper for pinguard's own lookups);
  *   libc:   dlsym(RTLD_NEXT, name).
  * For every library, a result that lies inside libpinguard.so itself is our own wrapper and is
  * refused. The libc rows are resolved from interposers that may run before any constructor,
@@ -108,11 +109,22 @@ void *pg_real_slow(enum pg_hook_id id) {
   return fn;
 }
 
+void *pg_real_quiet(enum pg_hook_id id) {
+  void *fn = atomic_load_explicit(&pg_hook_real_fn[id], memory_order_acquire);
+  if (!fn && (fn = lookup(&hooks[id])))
+    atomic_store_explicit(&pg_hook_real_fn[id], fn, memory_order_release);
+  return fn;
+}
+
 bool pg_resolve_required(void) {
   bool ok = true;
   for (int i = 0; i < PG_HOOK_COUNT; i++)
     if (hooks[i].required && !pg_real((enum pg_hook_id)i)) ok = false;
   return ok;
+}
+
+bool pg_hook_is_driver(enum pg_hook_id id) {
+  return (unsigned)id < PG_HOOK_COUNT && hooks[id].lib == PG_LIB_cuda;
 }
 
 const void *pg_hook_wrapper_id(enum pg_hook_id id) {

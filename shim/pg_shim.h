@@ -8,12 +8,13 @@
 #include <cuda_runtime_api.h>
 
 #include "pg_decide.h"
+#include "pg_kernel_params.h"
 #include "pg_stack.h"
 
 /* One line on stderr, prefixed "pinguard: WARNING: ". Safe before options are parsed. */
 void pg_shim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Resolves every required hook; false if one is missing (pinguard then stays inert). */
+/* Resolves every required hook of the runtime layer; false if one is missing. */
 bool pg_resolve_required(void);
 
 /* Warns once per loaded object that carries a statically linked CUDA runtime, whose calls
@@ -30,5 +31,52 @@ static inline cudaStream_t pg_stream_of(cudaStream_t s, bool ptsz) {
 
 /* Captures the interceptor's caller stack (the application's call site is frame 0). */
 #define PG_CAPTURE(st) pg_stack_capture((st), 0, PG_STACK_MAX)
+
+/* After a successful pinning call (either API layer): the new region, with the application's
+ * call site. A macro, so that the stack is captured in the interceptor's own frame. */
+#define PG_NOTE_PINNED(p, n, how, flags)                \
+  do {                                                  \
+    if (pg_shim_start_tracking()) {                     \
+      pg_stack_t st_;                                   \
+      PG_CAPTURE(&st_);                                 \
+      pg_reentry_t g_ = pg_shim_enter();                \
+      pg_decide_pinned((p), (n), (how), (flags), &st_); \
+      pg_shim_leave(g_);                                \
+    }                                                   \
+  } while (0)
+
+/* Unpinning (cudaFreeHost, cuMemFreeHost, and the unregisters): the in-flight check around
+ * forward(p), which returns the API's status (0: success). Returns that status. */
+int pg_shim_unpin(void *p, bool is_free, const pg_stack_t *st, int (*forward)(void *p));
+
+/* Before a host registration (either API layer): what its mapping says (PG_REGION_FLAG_*). */
+unsigned pg_shim_register_kind(void *p, size_t n);
+
+/* A kernel launch in either API layer: the op from func's cached parameter layout (asked with
+ * describe on first sight) and the argument array, then fwd(fwd_ctx), which returns the API's
+ * status (0: success), between the decisions. Returns that status. */
+int pg_shim_launch_tracked(const char *api, bool ptsz, const void *func,
+                           pg_kparams_describe_fn describe, void **args, cudaStream_t s,
+                           const pg_stack_t *st, int (*fwd)(void *), void *fwd_ctx);
+
+/* Forwards (`call`: a cudaError_t or CUresult expression, 0 on success), then runs `on_success`
+ * under the reentrancy guard when tracking is on: how ordering and completion calls tell core
+ * what the host now knows. */
+#define PG_AFTER_SUCCESS(call, on_success)                         \
+  __extension__({                                                  \
+    __typeof__(call) err_ = (call);                                \
+    if (err_ == 0 && pg_shim_start_tracking()) {                   \
+      pg_reentry_t g_ = pg_shim_enter();                           \
+      on_success;                                                  \
+      pg_shim_leave(g_);                                           \
+    }                                                              \
+    err_;                                                          \
+  })
+
+/* A host synchronization in either API layer (a stream's, or with device, the current
+ * device's): what the host will know is fixed before call(s) and learned after it, if it
+ * returned 0. Returns call's status. */
+int pg_shim_host_sync(cudaStream_t s, cudaStream_t resolved, bool device,
+                      int (*call)(cudaStream_t));
 
 #endif /* PG_SHIM_H */

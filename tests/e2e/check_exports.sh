@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Intent: libpinguard.so never depends on libcudart (no DT_NEEDED), and exports only the
-# interposed cuda* names, the interposed libc I/O and signal calls, and the pinguard_* API;
+# Intent: libpinguard.so never depends on libcudart or libcuda (no DT_NEEDED), and exports only
+# the interposed cuda* and cu* names, dlsym, the interposed libc I/O and signal calls, and the pinguard_* API;
 # each I/O call the shim must interpose is exported.
 set -u
 lib=$1
 fail=0
-if readelf -d "$lib" | grep -i 'NEEDED' | grep -q 'libcudart'; then
-  echo "FAIL: $lib has a DT_NEEDED on libcudart"; readelf -d "$lib" | grep NEEDED; fail=1
+if readelf -d "$lib" | grep -i 'NEEDED' | grep -Eq 'libcudart|libcuda\.so'; then
+  echo "FAIL: $lib has a DT_NEEDED on libcudart or libcuda"; readelf -d "$lib" | grep NEEDED; fail=1
 fi
 bad=$(nm -D --defined-only "$lib" | awk '{print $3}' | sed 's/@.*//' |
-      grep -Ev '^(cuda[A-Za-z0-9_]+|pinguard_[a-z_]+|_init|_fini)$' |
+      grep -Ev '^(cuda[A-Za-z0-9_]+|cu[A-Z][A-Za-z0-9_]+|dlsym|pinguard_[a-z_]+|_init|_fini)$' |
       grep -Evx 'sigaction|signal|__cudaGetKernel|__cudaLaunchKernel(_ptsz)?' |
       grep -Evx 'p?write(64)?|p?writev(64)?|pwritev(64v)?2|send(to|msg|mmsg)?|mq_(timed)?send|msgsnd' |
       grep -Evx 'p?read(64)?|p?readv(64)?|preadv(64v)?2|recv(from|msg|mmsg)?|mq_(timed)?receive|msgrcv' |

@@ -1,0 +1,226 @@
+/* pg_cu_api.c: interceptors of the driver API, for the clients that reach CUDA without the
+ * runtime pinguard interposes (a static runtime, cuda-python, CuPy, Triton): pinning, copies,
+ * kernel launches, and what orders or completes them. Each is keyed by its exact ABI variant
+ * (_v2, _ptsz, _v2_ptsz) and makes the same core calls as its runtime twin, through the same
+ * helpers (pg_op.h, pg_shim.h). Handles are the runtime's (a CUstream is a cudaStream_t, a
+ * CUevent a cudaEvent_t), and the flags of the pinning calls have the runtime's values.
+ *
+ * How clients get these wrappers is pg_cu_entry.c's business; that file also keeps the rule
+ * that a runtime call and the driver call it makes underneath are tracked once. */
+#include <cuda.h>
+#undef cuGetProcAddress
+
+#include "pg_op.h"
+#include "pg_policy.h"
+
+/* The per-thread-default-stream twins, which the header declares only in that build mode. */
+#define PG_DECLARE_CU_PTSZ(name, twin) extern __typeof__(name) twin
+PG_DECLARE_CU_PTSZ(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz);
+PG_DECLARE_CU_PTSZ(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz);
+PG_DECLARE_CU_PTSZ(cuMemcpyAsync, cuMemcpyAsync_ptsz);
+PG_DECLARE_CU_PTSZ(cuLaunchKernel, cuLaunchKernel_ptsz);
+PG_DECLARE_CU_PTSZ(cuEventRecord, cuEventRecord_ptsz);
+PG_DECLARE_CU_PTSZ(cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz);
+PG_DECLARE_CU_PTSZ(cuStreamWaitEvent, cuStreamWaitEvent_ptsz);
+PG_DECLARE_CU_PTSZ(cuStreamSynchronize, cuStreamSynchronize_ptsz);
+PG_DECLARE_CU_PTSZ(cuStreamQuery, cuStreamQuery_ptsz);
+
+_Static_assert(CU_MEMHOSTALLOC_PORTABLE == cudaHostAllocPortable &&
+                   CU_MEMHOSTALLOC_DEVICEMAP == cudaHostAllocMapped &&
+                   CU_MEMHOSTALLOC_WRITECOMBINED == cudaHostAllocWriteCombined,
+               "driver and runtime host-allocation flags differ");
+_Static_assert(CU_MEMHOSTREGISTER_PORTABLE == cudaHostRegisterPortable &&
+                   CU_MEMHOSTREGISTER_DEVICEMAP == cudaHostRegisterMapped &&
+                   CU_MEMHOSTREGISTER_IOMEMORY == cudaHostRegisterIoMemory &&
+                   CU_MEMHOSTREGISTER_READ_ONLY == cudaHostRegisterReadOnly,
+               "driver and runtime registration flags differ");
+
+/* Calls the real driver function, or returns CUDA_ERROR_NOT_FOUND if there is none. */
+#define PG_FORWARD_CU(name, ...)                                  \
+  __extension__({                                                 \
+    __typeof__(&name) real_ = PG_REAL(name);                      \
+    real_ ? real_(__VA_ARGS__) : CUDA_ERROR_NOT_FOUND;            \
+  })
+
+#define HOST(p) ((void *)(uintptr_t)(p)) /* a CUdeviceptr that may be a host address (UVA) */
+
+/* ---- pinning --------------------------------------------------------------------------------- */
+PG_INTERCEPT(CUresult, cuMemHostAlloc, void **pp, size_t n, unsigned int flags) {
+  CUresult r = PG_FORWARD_CU(cuMemHostAlloc, pp, n, flags);
+  if (r == CUDA_SUCCESS && pp && *pp) PG_NOTE_PINNED(*pp, n, PG_PIN_HOST_ALLOC, flags);
+  return r;
+}
+
+PG_INTERCEPT(CUresult, cuMemAllocHost_v2, void **pp, size_t n) {
+  CUresult r = PG_FORWARD_CU(cuMemAllocHost_v2, pp, n);
+  if (r == CUDA_SUCCESS && pp && *pp) PG_NOTE_PINNED(*pp, n, PG_PIN_MALLOC_HOST, 0);
+  return r;
+}
+
+PG_INTERCEPT(CUresult, cuMemHostRegister_v2, void *p, size_t n, unsigned int flags) {
+  unsigned kind = pg_shim_register_kind(p, n);
+  CUresult r = PG_FORWARD_CU(cuMemHostRegister_v2, p, n, flags);
+  if (r == CUDA_SUCCESS) PG_NOTE_PINNED(p, n, PG_PIN_REGISTER, flags | kind);
+  return r;
+}
+
+static int free_host(void *p) { return PG_FORWARD_CU(cuMemFreeHost, p); }
+static int unregister(void *p) { return PG_FORWARD_CU(cuMemHostUnregister, p); }
+
+#define PG_CU_UNPIN(name, is_free, forward)                              \
+  PG_INTERCEPT(CUresult, name, void *p) {                                \
+    if (!p || !pg_shim_start_tracking()) return PG_FORWARD_CU(name, p);  \
+    pg_stack_t st;                                                       \
+    PG_CAPTURE(&st);                                                     \
+    return (CUresult)pg_shim_unpin(p, is_free, &st, forward);            \
+  }
+PG_CU_UNPIN(cuMemFreeHost, true, free_host)
+PG_CU_UNPIN(cuMemHostUnregister, false, unregister)
+
+/* ---- copies ---------------------------------------------------------------------------------- */
+#define PG_CU_COPY(name, ptsz, what, dst_t, src_t, add_spans)                                 \
+  PG_INTERCEPT(CUresult, name, dst_t dst, src_t src, size_t n, CUstream s) {                  \
+    if (!pg_shim_start_tracking()) return PG_FORWARD_CU(name, dst, src, n, s);                \
+    pg_op_t op;                                                                               \
+    pg_op_begin(&op, #name, what, (cudaStream_t)s, ptsz);                                     \
+    PG_CAPTURE(&op.stack);                                                                    \
+    add_spans;                                                                                \
+    return PG_TRACKED_CALL(&op, PG_FORWARD_CU(name, dst, src, n, s));                         \
+  }
+#define HTOD_SPANS pg_op_add_span(&op, src, n, PG_DIR_READ)
+#define DTOH_SPANS pg_op_add_span(&op, dst, n, PG_DIR_WRITE)
+/* Unified addressing: either side may be pinned host memory; core keeps the ones that are. */
+#define UVA_SPANS pg_op_add_copy_spans(&op, HOST(dst), HOST(src), n, cudaMemcpyDefault)
+PG_CU_COPY(cuMemcpyHtoDAsync_v2, false, "copy host->device", CUdeviceptr, const void *, HTOD_SPANS)
+PG_CU_COPY(cuMemcpyHtoDAsync_v2_ptsz, true, "copy host->device", CUdeviceptr, const void *,
+           HTOD_SPANS)
+PG_CU_COPY(cuMemcpyDtoHAsync_v2, false, "copy device->host", void *, CUdeviceptr, DTOH_SPANS)
+PG_CU_COPY(cuMemcpyDtoHAsync_v2_ptsz, true, "copy device->host", void *, CUdeviceptr, DTOH_SPANS)
+PG_CU_COPY(cuMemcpyAsync, false, "copy (unified addressing)", CUdeviceptr, CUdeviceptr, UVA_SPANS)
+PG_CU_COPY(cuMemcpyAsync_ptsz, true, "copy (unified addressing)", CUdeviceptr, CUdeviceptr,
+           UVA_SPANS)
+
+/* ---- kernels --------------------------------------------------------------------------------- */
+/* A CUfunction's parameter layout, from cuFuncGetParamInfo (driver 12.4 and later); the driver
+ * has no sticky last error, so asking past the last parameter leaves nothing behind. */
+static bool describe(const void *func, pg_kparams_t *kp) {
+  __typeof__(&cuFuncGetParamInfo) info = PG_REAL(cuFuncGetParamInfo);
+  int n = 0;
+  for (; info && n < PG_KP_MAX_PARAMS; n++) {
+    size_t off = 0, sz = 0;
+    if (info((CUfunction)func, (size_t)n, &off, &sz) != CUDA_SUCCESS) break;
+    if (off > UINT16_MAX || sz > UINT16_MAX) break;
+    kp->offset[n] = (uint16_t)off;
+    kp->size[n] = (uint16_t)sz;
+  }
+  kp->nparams = (info && n > 0) ? n : -1;
+  __typeof__(&cuFuncGetName) get_name = PG_REAL(cuFuncGetName);
+  const char *name = NULL;
+  kp->name = (get_name && get_name(&name, (CUfunction)func) == CUDA_SUCCESS && name) ? name
+                                                                                      : "kernel";
+  if (kp->nparams < 0 && pg_policy_options()->verbosity >= 1)
+    pg_shim_warn("kernel %p has no parameter information (cuFuncGetParamInfo failed); its "
+                 "launches are not scanned for host pointers", func);
+  return true;
+}
+
+typedef struct cu_launch {
+  enum pg_hook_id id;
+  CUfunction f;
+  unsigned grid[3], block[3], shmem;
+  CUstream s;
+  void **params, **extra;
+} cu_launch_t;
+
+static int forward_launch(void *ctx) {
+  cu_launch_t *a = ctx;
+  __typeof__(&cuLaunchKernel) real = (__typeof__(&cuLaunchKernel))pg_real(a->id);
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  return real(a->f, a->grid[0], a->grid[1], a->grid[2], a->block[0], a->block[1], a->block[2],
+              a->shmem, a->s, a->params, a->extra);
+}
+
+/* Arguments packed in `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER) are not scanned: their buffer
+ * has no layout to read it by. */
+#define PG_CU_LAUNCH(name, ptsz)                                                              \
+  PG_INTERCEPT(CUresult, name, CUfunction f, unsigned gx, unsigned gy, unsigned gz,           \
+               unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s,             \
+               void **params, void **extra) {                                                 \
+    cu_launch_t a = {PG_HOOK_ID_##name, f, {gx, gy, gz}, {bx, by, bz}, shmem, s, params, extra}; \
+    if (!pg_shim_start_tracking()) return (CUresult)forward_launch(&a);                       \
+    pg_stack_t st;                                                                            \
+    PG_CAPTURE(&st);                                                                          \
+    return (CUresult)pg_shim_launch_tracked(#name, ptsz, params ? (const void *)f : NULL,      \
+                                            describe, params, (cudaStream_t)s, &st,           \
+                                            forward_launch, &a);                              \
+  }
+PG_CU_LAUNCH(cuLaunchKernel, false)
+PG_CU_LAUNCH(cuLaunchKernel_ptsz, true)
+
+/* ---- ordering and completion ----------------------------------------------------------------- */
+#define PG_CU_STREAM_SYNC(name, ptsz)                                                         \
+  static int real_##name(cudaStream_t s) { return PG_FORWARD_CU(name, (CUstream)s); }         \
+  PG_INTERCEPT(CUresult, name, CUstream s) {                                                  \
+    cudaStream_t h = (cudaStream_t)s;                                                         \
+    return (CUresult)pg_shim_host_sync(h, pg_stream_of(h, ptsz), false, real_##name);         \
+  }
+PG_CU_STREAM_SYNC(cuStreamSynchronize, false)
+PG_CU_STREAM_SYNC(cuStreamSynchronize_ptsz, true)
+PG_CU_STREAM_SYNC(cuStreamQuery, false)
+PG_CU_STREAM_SYNC(cuStreamQuery_ptsz, true)
+
+/* The current context's device: what the runtime's cudaDeviceSynchronize is to its device. */
+static int real_ctx_sync(cudaStream_t unused) {
+  (void)unused;
+  return PG_FORWARD_CU(cuCtxSynchronize);
+}
+PG_INTERCEPT(CUresult, cuCtxSynchronize, void) {
+  return (CUresult)pg_shim_host_sync(0, 0, true, real_ctx_sync);
+}
+
+#define PG_CU_EVENT_RECORD(name, ptsz)                                                        \
+  PG_INTERCEPT(CUresult, name, CUevent e, CUstream s) {                                       \
+    return PG_AFTER_SUCCESS(PG_FORWARD_CU(name, e, s),                                        \
+                            pg_decide_event_recorded((cudaEvent_t)e,                          \
+                                                     pg_stream_of((cudaStream_t)s, ptsz)));   \
+  }
+PG_CU_EVENT_RECORD(cuEventRecord, false)
+PG_CU_EVENT_RECORD(cuEventRecord_ptsz, true)
+
+#define PG_CU_EVENT_RECORD_FLAGS(name, ptsz)                                                  \
+  PG_INTERCEPT(CUresult, name, CUevent e, CUstream s, unsigned int flags) {                   \
+    return PG_AFTER_SUCCESS(PG_FORWARD_CU(name, e, s, flags),                                 \
+                            pg_decide_event_recorded((cudaEvent_t)e,                          \
+                                                     pg_stream_of((cudaStream_t)s, ptsz)));   \
+  }
+PG_CU_EVENT_RECORD_FLAGS(cuEventRecordWithFlags, false)
+PG_CU_EVENT_RECORD_FLAGS(cuEventRecordWithFlags_ptsz, true)
+
+#define PG_CU_STREAM_WAIT_EVENT(name, ptsz)                                                   \
+  PG_INTERCEPT(CUresult, name, CUstream s, CUevent e, unsigned int flags) {                   \
+    return PG_AFTER_SUCCESS(PG_FORWARD_CU(name, s, e, flags),                                 \
+                            pg_decide_stream_waited_event(pg_stream_of((cudaStream_t)s, ptsz), \
+                                                          (cudaEvent_t)e));                   \
+  }
+PG_CU_STREAM_WAIT_EVENT(cuStreamWaitEvent, false)
+PG_CU_STREAM_WAIT_EVENT(cuStreamWaitEvent_ptsz, true)
+
+PG_INTERCEPT(CUresult, cuEventSynchronize, CUevent e) {
+  return PG_AFTER_SUCCESS(PG_FORWARD_CU(cuEventSynchronize, e),
+                          pg_decide_event_completed((cudaEvent_t)e));
+}
+
+PG_INTERCEPT(CUresult, cuEventQuery, CUevent e) {
+  return PG_AFTER_SUCCESS(PG_FORWARD_CU(cuEventQuery, e),
+                          pg_decide_event_completed((cudaEvent_t)e));
+}
+
+PG_INTERCEPT(CUresult, cuEventDestroy_v2, CUevent e) {
+  return PG_AFTER_SUCCESS(PG_FORWARD_CU(cuEventDestroy_v2, e),
+                          pg_decide_event_destroyed((cudaEvent_t)e));
+}
+
+PG_INTERCEPT(CUresult, cuStreamDestroy_v2, CUstream s) {
+  return PG_AFTER_SUCCESS(PG_FORWARD_CU(cuStreamDestroy_v2, s),
+                          pg_decide_stream_destroyed((cudaStream_t)s));
+}

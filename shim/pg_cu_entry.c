@@ -1,0 +1,161 @@
+/* pg_cu_entry.c: getting in front of the driver. Clients that use the driver API rarely call a
+ * cu* symbol by name: they ask for each function's address, in one of three ways, and pinguard
+ * answers each with its own wrapper for exactly the variant the driver returned:
+ *   cuGetProcAddress / cuGetProcAddress_v2 (every runtime, cuda-python): the real one is asked
+ *     first; when its answer is the real address of a function pinguard wraps (a pg_hooks.inc
+ *     row of lib cuda with a wrapper), the wrapper is handed back instead. The version and the
+ *     flags (per-thread default stream or not) have chosen that variant already, so nothing
+ *     here guesses names or ABIs;
+ *   cudaGetDriverEntryPoint / ...ByVersion (PyTorch): the same, through the runtime;
+ *   dlsym(handle, "cu...") (CuPy, Triton, and how cuda-python finds cuGetProcAddress_v2): the
+ *     real dlsym answers, and its answer is swapped the same way (pg_dlsym.S sends only names of
+ *     the driver's shape here).
+ * Everything else passes untouched, and nothing is swapped for three callers:
+ *   - pinguard itself (its resolver must find the real functions);
+ *   - the driver looking itself up;
+ *   - the dynamic runtime whose cuda* symbols pinguard interposes. Its driver calls are what
+ *     pinguard's runtime wrappers already track: handing it wrappers would track each copy
+ *     twice. This is the track-once rule: a runtime call and the driver call it makes underneath
+ *     are one access. A runtime pinguard does not interpose (a static one, linked into a
+ *     program or a Python extension) gets the wrappers, and its traffic is tracked there.
+ * The swap looks up a small table, filled once; it never allocates. */
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+/* cudaGetDriverEntryPoint is deprecated in CUDA 13; pinguard still wraps it for older clients. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#include <cuda.h>
+#undef cuGetProcAddress /* the header maps it to _v2; pinguard wraps both, by their own names */
+CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                                  cuuint64_t flags);
+
+#include "pg_intercept.h"
+#include "pg_shim.h"
+
+/* ---- whose call is it ------------------------------------------------------------------------ */
+/* The base address of the object holding p (0 if none). */
+static uintptr_t object_of(const void *p) {
+  Dl_info info;
+  if (!p || !dladdr(p, &info)) return 0;
+  return (uintptr_t)info.dli_fbase;
+}
+
+static bool named(const void *p, const char *prefix) {
+  Dl_info info;
+  if (!p || !dladdr(p, &info) || !info.dli_fname) return false;
+  const char *base = strrchr(info.dli_fname, '/');
+  base = base ? base + 1 : info.dli_fname;
+  return strncmp(base, prefix, strlen(prefix)) == 0;
+}
+
+/* The object of the runtime pinguard interposes: where its real cuda* functions live. */
+static uintptr_t interposed_runtime(void) {
+  static _Atomic uintptr_t cached; /* 0: not known yet (or no dynamic runtime so far) */
+  uintptr_t base = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (base) return base;
+  base = object_of(pg_real(PG_HOOK_ID_cudaRuntimeGetVersion));
+  atomic_store_explicit(&cached, base, memory_order_relaxed);
+  return base;
+}
+
+/* Whether a lookup made from `caller` (a return address) may be handed pinguard's wrappers. */
+static bool swaps_for(const void *caller) {
+  if (!caller || pg_hook_is_own(caller)) return false;
+  uintptr_t obj = object_of(caller);
+  if (obj && obj == interposed_runtime()) return false;
+  return !named(caller, "libcuda.so");
+}
+
+/* ---- the swap -------------------------------------------------------------------------------- */
+/* Rows of lib cuda that have a wrapper, with their real addresses once resolved. */
+enum { MAX_WRAPPED = PG_HOOK_COUNT };
+static const enum pg_hook_id *wrapped_rows(unsigned *n) {
+  static enum pg_hook_id rows[MAX_WRAPPED];
+  static atomic_uint nrows = UINT32_MAX; /* UINT32_MAX: not listed yet */
+  unsigned k = atomic_load_explicit(&nrows, memory_order_acquire);
+  if (k == UINT32_MAX) {
+    k = 0;
+    for (int i = 0; i < PG_HOOK_COUNT; i++)
+      if (pg_hook_is_driver((enum pg_hook_id)i) && pg_hook_wrapper_id((enum pg_hook_id)i))
+        rows[k++] = (enum pg_hook_id)i;
+    atomic_store_explicit(&nrows, k, memory_order_release); /* racing fillers write the same */
+  }
+  *n = k;
+  return rows;
+}
+
+/* pinguard's wrapper for a real driver function, or fn itself. */
+static void *swap(void *fn) {
+  if (!fn) return fn;
+  unsigned n;
+  const enum pg_hook_id *rows = wrapped_rows(&n);
+  for (unsigned i = 0; i < n; i++)
+    if (pg_real(rows[i]) == fn) return (void *)pg_hook_wrapper_id(rows[i]);
+  return fn;
+}
+
+/* ---- dlsym ----------------------------------------------------------------------------------- */
+typedef void *(*dlsym_fn)(void *, const char *);
+/* Read by pg_dlsym.S. */
+__attribute__((visibility("hidden"))) _Atomic(dlsym_fn) pg_real_dlsym;
+
+/* glibc >= 2.34 keeps dlsym in libc with this version node as well as GLIBC_2.34. */
+__attribute__((visibility("hidden"))) dlsym_fn pg_dlsym_resolve(void) {
+  dlsym_fn fn = atomic_load_explicit(&pg_real_dlsym, memory_order_acquire);
+  if (fn) return fn;
+  fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+  if (!fn) fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+  atomic_store_explicit(&pg_real_dlsym, fn, memory_order_release);
+  return fn;
+}
+
+/* A lookup of a name of the driver's shape ("cu" and a capital letter), from pg_dlsym.S. An
+ * RTLD_NEXT lookup is answered relative to libpinguard.so rather than the caller: for those
+ * names both find the driver's function (or pinguard's wrapper of it), and the swap makes the
+ * answer the wrapper either way. */
+__attribute__((visibility("hidden"))) void *pg_dlsym_driver(void *handle, const char *name,
+                                                            const void *caller) {
+  dlsym_fn real = pg_dlsym_resolve();
+  if (!real) return NULL;
+  void *fn = real(handle, name);
+  return swaps_for(caller) ? swap(fn) : fn;
+}
+
+/* ---- cuGetProcAddress and the runtime's entry-point queries ---------------------------------- */
+#define CALLER() __builtin_extract_return_addr(__builtin_return_address(0))
+
+PG_INTERCEPT(CUresult, cuGetProcAddress_v2, const char *symbol, void **pfn, int version,
+             cuuint64_t flags, CUdriverProcAddressQueryResult *status) {
+  __typeof__(&cuGetProcAddress_v2) real = PG_REAL(cuGetProcAddress_v2);
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  CUresult r = real(symbol, pfn, version, flags, status);
+  if (r == CUDA_SUCCESS && pfn && swaps_for(CALLER())) *pfn = swap(*pfn);
+  return r;
+}
+
+PG_INTERCEPT(CUresult, cuGetProcAddress, const char *symbol, void **pfn, int version,
+             cuuint64_t flags) {
+  __typeof__(&cuGetProcAddress) real = PG_REAL(cuGetProcAddress);
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  CUresult r = real(symbol, pfn, version, flags);
+  if (r == CUDA_SUCCESS && pfn && swaps_for(CALLER())) *pfn = swap(*pfn);
+  return r;
+}
+
+PG_INTERCEPT(cudaError_t, cudaGetDriverEntryPoint, const char *symbol, void **pfn,
+             unsigned long long flags, enum cudaDriverEntryPointQueryResult *status) {
+  cudaError_t r = PG_FORWARD(cudaGetDriverEntryPoint, symbol, pfn, flags, status);
+  if (r == cudaSuccess && pfn && !pg_hook_is_own(CALLER())) *pfn = swap(*pfn);
+  return r;
+}
+
+PG_INTERCEPT(cudaError_t, cudaGetDriverEntryPointByVersion, const char *symbol, void **pfn,
+             unsigned int version, unsigned long long flags,
+             enum cudaDriverEntryPointQueryResult *status) {
+  cudaError_t r = PG_FORWARD(cudaGetDriverEntryPointByVersion, symbol, pfn, version, flags,
+                             status);
+  if (r == cudaSuccess && pfn && !pg_hook_is_own(CALLER())) *pfn = swap(*pfn);
+  return r;
+}

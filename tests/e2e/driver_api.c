@@ -1,0 +1,245 @@
+/* Intent: a program that reaches CUDA through the driver API is tracked like one that uses the
+ * runtime, whichever way it finds the driver's functions, and a runtime call with the driver
+ * call it makes underneath is tracked once.
+ *   driver_api HOW CASE bug|fixed
+ * HOW is how the program reaches the driver:
+ *   linked    calls cu* by name (linked against libcuda.so.1);
+ *   procaddr  dlopen("libcuda.so.1"), dlsym(handle, "cuGetProcAddress_v2") and nothing else:
+ *             every other function comes from cuGetProcAddress_v2 (cuda-python, Triton);
+ *   mixed     the runtime pins and copies, the driver copies too (one process, both layers).
+ * CASE is the violation (its fixed twin orders or synchronizes correctly):
+ *   free    cuMemFreeHost while a device->host copy into the buffer is in flight;
+ *   cross   two non-blocking streams: one reads the buffer, the other writes it (fixed: an
+ *           event orders them);
+ *   cpu     the CPU reads the buffer while a copy writes it (guard pages; fixed: the event is
+ *           synchronized first);
+ *   ptsz    the per-thread default stream, chosen by the flags of cuGetProcAddress (procaddr) or
+ *           by the _ptsz name (linked), writes the buffer while a non-blocking stream reads it;
+ *   once    (mixed) the runtime's copies and the driver's, each must be counted once.
+ * Prints the checksum it read back, so that enforce runs can be told from corrupted ones. */
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+#ifdef WITH_RUNTIME /* the mixed program; the others do not link the runtime at all */
+#include <cuda_runtime_api.h>
+#endif
+
+#define BYTES (256u << 10)
+
+#define CK(call)                                                                        \
+  do {                                                                                  \
+    CUresult r_ = (call);                                                               \
+    if (r_ != CUDA_SUCCESS) {                                                           \
+      fprintf(stderr, "driver_api: %s failed: %d (line %d)\n", #call, (int)r_, __LINE__); \
+      exit(3);                                                                          \
+    }                                                                                   \
+  } while (0)
+
+/* The driver functions the cases use, found one of the ways above. */
+static struct {
+  CUresult (*init)(unsigned);
+  CUresult (*device_get)(CUdevice *, int);
+  CUresult (*primary_ctx_retain)(CUcontext *, CUdevice);
+  CUresult (*ctx_set_current)(CUcontext);
+  CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+  CUresult (*mem_free)(CUdeviceptr);
+  CUresult (*host_alloc)(void **, size_t, unsigned);
+  CUresult (*free_host)(void *);
+  CUresult (*stream_create)(CUstream *, unsigned);
+  CUresult (*stream_destroy)(CUstream);
+  CUresult (*stream_sync)(CUstream);
+  CUresult (*stream_sync_ptsz)(CUstream);
+  CUresult (*htod)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*dtoh)(void *, CUdeviceptr, size_t, CUstream);
+  CUresult (*dtoh_ptsz)(void *, CUdeviceptr, size_t, CUstream);
+  CUresult (*memset)(CUdeviceptr, unsigned char, size_t, CUstream);
+  CUresult (*event_create)(CUevent *, unsigned);
+  CUresult (*event_record)(CUevent, CUstream);
+  CUresult (*event_sync)(CUevent);
+  CUresult (*event_destroy)(CUevent);
+  CUresult (*stream_wait_event)(CUstream, CUevent, unsigned);
+} drv;
+
+static void find_linked(void) {
+  drv.init = cuInit;
+  drv.device_get = cuDeviceGet;
+  drv.primary_ctx_retain = cuDevicePrimaryCtxRetain;
+  drv.ctx_set_current = cuCtxSetCurrent;
+  drv.mem_alloc = cuMemAlloc_v2;
+  drv.mem_free = cuMemFree_v2;
+  drv.host_alloc = cuMemHostAlloc;
+  drv.free_host = cuMemFreeHost;
+  drv.stream_create = cuStreamCreate;
+  drv.stream_destroy = cuStreamDestroy_v2;
+  drv.stream_sync = cuStreamSynchronize;
+  extern CUresult cuStreamSynchronize_ptsz(CUstream);
+  drv.stream_sync_ptsz = cuStreamSynchronize_ptsz;
+  drv.htod = cuMemcpyHtoDAsync_v2;
+  drv.dtoh = cuMemcpyDtoHAsync_v2;
+  extern CUresult cuMemcpyDtoHAsync_v2_ptsz(void *, CUdeviceptr, size_t, CUstream);
+  drv.dtoh_ptsz = cuMemcpyDtoHAsync_v2_ptsz;
+  drv.memset = cuMemsetD8Async;
+  drv.event_create = cuEventCreate;
+  drv.event_record = cuEventRecord;
+  drv.event_sync = cuEventSynchronize;
+  drv.event_destroy = cuEventDestroy_v2;
+  drv.stream_wait_event = cuStreamWaitEvent;
+}
+
+typedef CUresult (*gpa_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+
+static void *get(gpa_t gpa, const char *name, int version, cuuint64_t flags) {
+  void *fn = NULL;
+  CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
+  if (gpa(name, &fn, version, flags, &st) != CUDA_SUCCESS || !fn) {
+    fprintf(stderr, "driver_api: cuGetProcAddress_v2(%s, %d) found nothing (%d)\n", name, version,
+            (int)st);
+    exit(3);
+  }
+  return fn;
+}
+
+static void find_by_proc_address(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    fprintf(stderr, "driver_api: %s\n", dlerror());
+    exit(3);
+  }
+  gpa_t gpa = (gpa_t)dlsym(h, "cuGetProcAddress_v2");
+  if (!gpa) exit(3);
+  const cuuint64_t legacy = CU_GET_PROC_ADDRESS_LEGACY_STREAM;
+  const cuuint64_t ptds = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+  drv.init = get(gpa, "cuInit", 2000, legacy);
+  drv.device_get = get(gpa, "cuDeviceGet", 2000, legacy);
+  drv.primary_ctx_retain = get(gpa, "cuDevicePrimaryCtxRetain", 7000, legacy);
+  drv.ctx_set_current = get(gpa, "cuCtxSetCurrent", 4000, legacy);
+  drv.mem_alloc = get(gpa, "cuMemAlloc", 3020, legacy);
+  drv.mem_free = get(gpa, "cuMemFree", 3020, legacy);
+  drv.host_alloc = get(gpa, "cuMemHostAlloc", 2020, legacy);
+  drv.free_host = get(gpa, "cuMemFreeHost", 2000, legacy);
+  drv.stream_create = get(gpa, "cuStreamCreate", 2000, legacy);
+  drv.stream_destroy = get(gpa, "cuStreamDestroy", 4000, legacy);
+  drv.stream_sync = get(gpa, "cuStreamSynchronize", 2000, legacy);
+  drv.stream_sync_ptsz = get(gpa, "cuStreamSynchronize", 7000, ptds);
+  drv.htod = get(gpa, "cuMemcpyHtoDAsync", 3020, legacy);
+  drv.dtoh = get(gpa, "cuMemcpyDtoHAsync", 3020, legacy);
+  drv.dtoh_ptsz = get(gpa, "cuMemcpyDtoHAsync", 7000, ptds);
+  drv.memset = get(gpa, "cuMemsetD8Async", 3020, legacy);
+  drv.event_create = get(gpa, "cuEventCreate", 2000, legacy);
+  drv.event_record = get(gpa, "cuEventRecord", 2000, legacy);
+  drv.event_sync = get(gpa, "cuEventSynchronize", 2000, legacy);
+  drv.event_destroy = get(gpa, "cuEventDestroy", 4000, legacy);
+  drv.stream_wait_event = get(gpa, "cuStreamWaitEvent", 3020, legacy);
+}
+
+static unsigned long checksum(const unsigned char *p) {
+  unsigned long sum = 0;
+  for (size_t i = 0; i < BYTES; i += 4096) sum += p[i];
+  return sum;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 4) {
+    fprintf(stderr, "usage: driver_api linked|procaddr|mixed CASE bug|fixed\n");
+    return 2;
+  }
+  const char *how = argv[1], *c = argv[2];
+  bool bug = strcmp(argv[3], "bug") == 0;
+  if (strcmp(how, "procaddr") == 0)
+    find_by_proc_address();
+  else
+    find_linked();
+
+  CUdevice dev;
+  CUcontext ctx;
+  CK(drv.init(0));
+  CK(drv.device_get(&dev, 0));
+  CK(drv.primary_ctx_retain(&ctx, dev));
+  CK(drv.ctx_set_current(ctx));
+  CUstream s1, s2;
+  CK(drv.stream_create(&s1, CU_STREAM_NON_BLOCKING));
+  CK(drv.stream_create(&s2, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr d;
+  CK(drv.mem_alloc(&d, BYTES));
+  CK(drv.memset(d, 0x5a, BYTES, s1));
+  CK(drv.stream_sync(s1));
+  unsigned char *host = NULL;
+  bool mixed = strcmp(how, "mixed") == 0;
+#ifdef WITH_RUNTIME
+  if (mixed && cudaHostAlloc((void **)&host, BYTES, cudaHostAllocDefault) != cudaSuccess) return 3;
+#else
+  if (mixed) {
+    fprintf(stderr, "driver_api: this build has no runtime (mixed is e2e_driver_api_mixed)\n");
+    return 2;
+  }
+#endif
+  if (!mixed) CK(drv.host_alloc((void **)&host, BYTES, 0));
+  CUevent e;
+  CK(drv.event_create(&e, CU_EVENT_DISABLE_TIMING));
+  unsigned long sum = 0;
+
+  if (strcmp(c, "free") == 0) {
+    CK(drv.dtoh(host, d, BYTES, s1));
+    if (!bug) CK(drv.stream_sync(s1));
+    CK(drv.free_host(host));
+    host = NULL;
+    CK(drv.stream_sync(s1));
+  } else if (strcmp(c, "cross") == 0) { /* also the mixed program's (runtime-pinned) case */
+    CK(drv.htod(d, host, BYTES, s1)); /* reads host */
+    if (!bug) {
+      CK(drv.event_record(e, s1));
+      CK(drv.stream_wait_event(s2, e, 0));
+    }
+    CK(drv.dtoh(host, d, BYTES, s2)); /* writes it */
+    CK(drv.stream_sync(s1));
+    CK(drv.stream_sync(s2));
+    sum = checksum(host);
+  } else if (strcmp(c, "cpu") == 0) {
+    CK(drv.dtoh(host, d, BYTES, s1));
+    CK(drv.event_record(e, s1));
+    if (!bug) CK(drv.event_sync(e));
+    sum = checksum(host); /* the CPU reads what the copy writes */
+    CK(drv.stream_sync(s1));
+  } else if (strcmp(c, "ptsz") == 0) {
+    CK(drv.dtoh_ptsz(host, d, BYTES, 0)); /* the per-thread default stream writes host */
+    if (!bug) CK(drv.stream_sync_ptsz(0));
+    CK(drv.htod(d, host, BYTES, s2)); /* a non-blocking stream reads it */
+    CK(drv.stream_sync_ptsz(0));
+    CK(drv.stream_sync(s2));
+    sum = checksum(host);
+#ifdef WITH_RUNTIME
+  } else if (strcmp(c, "once") == 0) {
+    /* Three runtime copies (each a driver copy underneath) and two driver copies. */
+    cudaStream_t rs = (cudaStream_t)s1;
+    for (int i = 0; i < 3; i++)
+      if (cudaMemcpyAsync((void *)d, host, BYTES, cudaMemcpyHostToDevice, rs) != cudaSuccess)
+        return 3;
+    CK(drv.htod(d, host, BYTES, s1));
+    CK(drv.dtoh(host, d, BYTES, s1));
+    if (!bug) CK(drv.stream_sync(s1));
+    sum = checksum(host);
+    CK(drv.stream_sync(s1));
+#endif
+  } else {
+    fprintf(stderr, "driver_api: unknown case %s\n", c);
+    return 2;
+  }
+
+  printf("checksum %lu\n", sum);
+  if (host) {
+#ifdef WITH_RUNTIME
+    if (mixed) cudaFreeHost(host);
+#endif
+    if (!mixed) CK(drv.free_host(host));
+  }
+  CK(drv.event_destroy(e));
+  CK(drv.mem_free(d));
+  CK(drv.stream_destroy(s1));
+  CK(drv.stream_destroy(s2));
+  return 0;
+}
