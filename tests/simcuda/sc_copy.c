@@ -1,5 +1,6 @@
-/* sc_copy.c: the memcpy/memset family, plain, 2D, 3D, symbol and batch copies with their _ptsz and
- * _ptds variants. Every copy becomes one op of byte segments run through the DMA translator. */
+/* sc_copy.c: the memcpy/memset family: plain, 2D, 3D and batch copies and memsets (sc_engine.h,
+ * sc_batch.h: what the driver's cuMemcpy* and cuMemsetD8* run, per-thread variants included), and
+ * the peer copies. Every copy becomes one op of byte segments run through the DMA translator. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,6 +1,7 @@
 /* sc_kernel.c: simulated kernels. A kernel is a host function registered with its parameter
  * sizes (simcuda_kernel.h); a launch copies the parameters, exactly as CUDA does, and queues the
- * function to run on the stream's worker. cudaFuncGetParamInfo answers from the registration. */
+ * function to run on the stream's worker (sc_launch, under the driver's cuLaunchKernel).
+ * cudaFuncGetParamInfo and cuFuncGetParamInfo answer from the registration. */
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>

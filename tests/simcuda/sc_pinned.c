@@ -1,4 +1,5 @@
-/* sc_pinned.c: pinned host memory (cudaHostAlloc/Register and friends, pointer attributes) and
+/* sc_pinned.c: pinned host memory (the driver's cuMemHostAlloc/Register and friends, pointer
+ * attributes, and so the runtime's cudaHostAlloc/Register, ...) and
  * the DMA aliases through which the simulated device reaches it (simcuda_dma, sc_dma_copy). */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,8 @@
-/* sc_stream_api.c: the per-stream CUDA entry points: create (with flags, with priority), destroy,
- * flags and priority queries, synchronize, query, cudaStreamWaitEvent, cudaLaunchHostFunc and
- * cudaStreamAddCallback, each with its _ptsz variant. The machinery behind them is in sc_stream.c. */
+/* sc_stream_api.c: the per-stream operations: create (with flags, with priority), destroy,
+ * synchronize, query, wait event and host functions (sc_engine.h: the driver's cuStream* and
+ * cuLaunchHostFunc, and so the runtime's), and the runtime entry points that only the engine
+ * serves: flags and priority queries and cudaStreamAddCallback, each with its _ptsz variant. The
+ * machinery behind them is in sc_stream.c. */
 #include <stdlib.h>
 
 #include "sc_stream_impl.h"

@@ -65,6 +65,11 @@ Test(driver, error_strings) {
   cr_assert_str_eq(s, "operation not supported");
   CU(cuGetErrorName(CUDA_ERROR_INVALID_DEVICE, &s));
   cr_assert_str_eq(s, "CUDA_ERROR_INVALID_DEVICE");
+  /* Every code the engine's operations return has its name. */
+  CU(cuGetErrorName(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, &s));
+  cr_assert_str_eq(s, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED");
+  CU(cuGetErrorName(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, &s));
+  cr_assert_str_eq(s, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED");
   cr_assert_eq(cuGetErrorString((CUresult)123456, &s), CUDA_ERROR_INVALID_VALUE);
   cr_assert_null(s);
 }
