@@ -1,6 +1,7 @@
 # check_elf.cmake: checks the ELF facts the real-toolkit test depends on.
 #   BINARY: needs libcudart.so.13 and carries no RPATH/RUNPATH (so LD_LIBRARY_PATH decides);
-#   LIBRARY: has SONAME libcudart.so.13 and exports cuda* under the version node libcudart.so.13.
+#   LIBRARY: has SONAME libcudart.so.13, exports cuda* under the version node libcudart.so.13, and
+#            has no DT_NEEDED on libcuda.so.1 (it dlopens the driver, as CUDA's runtime does).
 find_program(READELF readelf REQUIRED)
 execute_process(COMMAND ${READELF} -d ${BINARY} OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -13,6 +14,9 @@ if(dyn MATCHES "\\((RPATH|RUNPATH)\\)")
   message(FATAL_ERROR "${BINARY} carries an rpath:\n${dyn}")
 endif()
 execute_process(COMMAND ${READELF} -d ${LIBRARY} OUTPUT_VARIABLE ldyn)
+if(ldyn MATCHES "\\(NEEDED\\)[^\n]*\\[libcuda\\.so")
+  message(FATAL_ERROR "${LIBRARY} needs libcuda (the runtime must dlopen it):\n${ldyn}")
+endif()
 if(NOT ldyn MATCHES "\\(SONAME\\)[^\n]*\\[libcudart\\.so\\.13\\]")
   message(FATAL_ERROR "${LIBRARY} has no SONAME libcudart.so.13:\n${ldyn}")
 endif()

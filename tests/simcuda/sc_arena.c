@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "sc_internal.h"
+#include "sc_engine.h"
 
 typedef struct sc_block {
   uintptr_t start;
@@ -111,7 +112,7 @@ static void *sc_arena_alloc_locked(sc_arena *a, size_t len, size_t requested) {
 }
 
 /* Allocates on `device`'s arena. */
-static cudaError_t sc_malloc(void **devPtr, size_t size, int device) {
+cudaError_t sc_malloc(void **devPtr, size_t size, int device) {
   if (!devPtr) return sc_ret(cudaErrorInvalidValue);
   if (size == 0) {
     *devPtr = NULL;
@@ -127,11 +128,6 @@ static cudaError_t sc_malloc(void **devPtr, size_t size, int device) {
   if (!p) return sc_ret(cudaErrorMemoryAllocation);
   *devPtr = p;
   return cudaSuccess;
-}
-
-SC_API cudaError_t cudaMalloc(void **devPtr, size_t size) {
-  SC_ENTER("cudaMalloc");
-  return sc_malloc(devPtr, size, sc_device_current());
 }
 
 /* Returns the block at base to the arena; false when base is not an allocation's start. */
@@ -153,8 +149,7 @@ static bool sc_arena_release(void *base) {
   return true;
 }
 
-SC_API cudaError_t cudaFree(void *devPtr) {
-  SC_ENTER("cudaFree");
+cudaError_t sc_free(void *devPtr) {
   if (!devPtr) return cudaSuccess; /* cudaFree(0) is the classic "initialize the context" call */
   /* Like the real driver, freeing device memory waits for all work already queued, so no
    * in-flight copy or kernel runs into the freed range. */

@@ -1,4 +1,4 @@
-/* sc_batch.h: the seam between the ABI-neutral batch-copy entry points (sc_batch_abi.c, which
+/* sc_batch.h: the seam between the ABI-neutral batch-copy entry points (driver/sd_batch_abi.c, which
  * must not see the CUDA prototypes) and the implementation (sc_copy.c). Plain C types only. */
 #ifndef SC_BATCH_H
 #define SC_BATCH_H

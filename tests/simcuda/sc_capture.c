@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "sc_stream_impl.h"
+#include "sc_engine.h"
 
 #define SC_GRAPH_MAGIC 0x62a9b000u
 #define SC_EXEC_MAGIC 0x62a9b0e0u
@@ -59,7 +60,7 @@ static sc_graph *sc_graph_clone(const sc_graph *g, uint32_t magic) {
 }
 
 /* ---- capture --------------------------------------------------------------------------- */
-static cudaError_t sc_begin(cudaStream_t h, enum cudaStreamCaptureMode mode, bool ptsz) {
+cudaError_t sc_begin(cudaStream_t h, enum cudaStreamCaptureMode mode, bool ptsz) {
   cudaError_t err = cudaSuccess;
   sc_stream *s = sc_stream_get(h, ptsz, &err);
   if (!s) return sc_ret(err);
@@ -86,18 +87,7 @@ static cudaError_t sc_begin(cudaStream_t h, enum cudaStreamCaptureMode mode, boo
   return err == cudaSuccess ? cudaSuccess : sc_ret(err);
 }
 
-SC_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
-  SC_ENTER("cudaStreamBeginCapture");
-  return sc_begin(stream, mode, false);
-}
-
-SC_API cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream,
-                                               enum cudaStreamCaptureMode mode) {
-  SC_ENTER("cudaStreamBeginCapture");
-  return sc_begin(stream, mode, true);
-}
-
-static cudaError_t sc_end(cudaStream_t h, cudaGraph_t *pGraph, bool ptsz) {
+cudaError_t sc_end(cudaStream_t h, cudaGraph_t *pGraph, bool ptsz) {
   cudaError_t err = cudaSuccess;
   sc_stream *s = sc_stream_get(h, ptsz, &err);
   if (!s) return sc_ret(err);
@@ -126,35 +116,13 @@ static cudaError_t sc_end(cudaStream_t h, cudaGraph_t *pGraph, bool ptsz) {
   return err == cudaSuccess ? cudaSuccess : sc_ret(err);
 }
 
-SC_API cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {
-  SC_ENTER("cudaStreamEndCapture");
-  return sc_end(stream, pGraph, false);
-}
-
-SC_API cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph) {
-  SC_ENTER("cudaStreamEndCapture");
-  return sc_end(stream, pGraph, true);
-}
-
-static cudaError_t sc_is_capturing(cudaStream_t h, enum cudaStreamCaptureStatus *st, bool ptsz) {
+cudaError_t sc_is_capturing(cudaStream_t h, enum cudaStreamCaptureStatus *st, bool ptsz) {
   cudaError_t err = cudaSuccess;
   sc_stream *s = sc_stream_get(h, ptsz, &err);
   if (!s) return sc_ret(err);
   if (!st) return sc_ret(cudaErrorInvalidValue);
   *st = sc_capture_status(s);
   return cudaSuccess;
-}
-
-SC_API cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
-                                         enum cudaStreamCaptureStatus *pCaptureStatus) {
-  SC_ENTER("cudaStreamIsCapturing");
-  return sc_is_capturing(stream, pCaptureStatus, false);
-}
-
-SC_API cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream,
-                                              enum cudaStreamCaptureStatus *pCaptureStatus) {
-  SC_ENTER("cudaStreamIsCapturing");
-  return sc_is_capturing(stream, pCaptureStatus, true);
 }
 
 static cudaError_t sc_capture_info(cudaStream_t h, enum cudaStreamCaptureStatus *st,
@@ -230,7 +198,7 @@ static sc_graph *sc_graph_get(const void *h, uint32_t magic) {
 
 /* Both instantiation calls take the same flags; none of them changes what a launch replays.
  * Neither calls the other through its exported name, so an interposer sees each call once. */
-static cudaError_t sc_graph_instantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph) {
+cudaError_t sc_graph_instantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph) {
   sc_graph *g = sc_graph_get(graph, SC_GRAPH_MAGIC);
   if (!pGraphExec || !g) return sc_ret(cudaErrorInvalidValue);
   sc_graph *e = sc_graph_clone(g, SC_EXEC_MAGIC);
@@ -253,7 +221,7 @@ SC_API cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cu
   return sc_graph_instantiate(pGraphExec, graph);
 }
 
-static cudaError_t sc_graph_launch(cudaGraphExec_t exec, cudaStream_t h, bool ptsz) {
+cudaError_t sc_graph_launch(cudaGraphExec_t exec, cudaStream_t h, bool ptsz) {
   sc_graph *e = sc_graph_get(exec, SC_EXEC_MAGIC);
   if (!e) return sc_ret(cudaErrorInvalidValue);
   cudaError_t err = cudaSuccess;
@@ -276,18 +244,26 @@ SC_API cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t 
   return sc_graph_launch(graphExec, stream, true);
 }
 
-SC_API cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
-  SC_ENTER("cudaGraphDestroy");
+cudaError_t sc_graph_destroy(cudaGraph_t graph) {
   sc_graph *g = sc_graph_get(graph, SC_GRAPH_MAGIC);
   if (!g) return sc_ret(cudaErrorInvalidValue);
   sc_graph_free(g);
   return cudaSuccess;
 }
 
-SC_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
-  SC_ENTER("cudaGraphExecDestroy");
+cudaError_t sc_graph_exec_destroy(cudaGraphExec_t graphExec) {
   sc_graph *e = sc_graph_get(graphExec, SC_EXEC_MAGIC);
   if (!e) return sc_ret(cudaErrorInvalidValue);
   sc_graph_free(e);
   return cudaSuccess;
+}
+
+SC_API cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  SC_ENTER("cudaGraphDestroy");
+  return sc_graph_destroy(graph);
+}
+
+SC_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
+  SC_ENTER("cudaGraphExecDestroy");
+  return sc_graph_exec_destroy(graphExec);
 }

@@ -1,9 +1,11 @@
-/* sc_copy.c: the memcpy/memset family, plain, 2D, 3D, symbol and batch copies with their _ptsz and
- * _ptds variants. Every copy becomes one op of byte segments run through the DMA translator. */
+/* sc_copy.c: the memcpy/memset family: plain, 2D, 3D and batch copies and memsets (sc_engine.h,
+ * sc_batch.h: what the driver's cuMemcpy* and cuMemsetD8* run, per-thread variants included), and
+ * the peer copies. Every copy becomes one op of byte segments run through the DMA translator. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "sc_internal.h"
+#include "sc_engine.h"
 
 /* Host synchronization follows CUDA's rules:
  *   - pinned or device memory on both sides: asynchronous (the *Async calls return at once);
@@ -104,7 +106,7 @@ static bool sc_kind_ok(enum cudaMemcpyKind kind) {
 }
 
 /* ---- 1D ------------------------------------------------------------------------------- */
-static cudaError_t sc_memcpy_1d(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+cudaError_t sc_memcpy_1d(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                                 cudaStream_t h, bool ptsz, bool sync_api) {
   if (!sc_kind_ok(kind)) return sc_ret(cudaErrorInvalidMemcpyDirection);
   if (count && (!dst || !src)) return sc_ret(cudaErrorInvalidValue);
@@ -115,29 +117,6 @@ static cudaError_t sc_memcpy_1d(void *dst, const void *src, size_t count, enum c
   sc_segs_add(&segs, dst, src, count);
   bool d2d = sc_classify(dst) == SC_MEM_DEVICE && sc_classify(src) == SC_MEM_DEVICE;
   return sc_ret(sc_copy_submit(s, &segs, (sc_copy_opts){.sync = sync_api && !d2d}));
-}
-
-SC_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
-  SC_ENTER("cudaMemcpy");
-  return sc_memcpy_1d(dst, src, count, kind, NULL, false, true);
-}
-
-SC_API cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
-                                   enum cudaMemcpyKind kind) {
-  SC_ENTER("cudaMemcpy");
-  return sc_memcpy_1d(dst, src, count, kind, NULL, true, true);
-}
-
-SC_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
-                                   enum cudaMemcpyKind kind, cudaStream_t stream) {
-  SC_ENTER("cudaMemcpyAsync");
-  return sc_memcpy_1d(dst, src, count, kind, stream, false, false);
-}
-
-SC_API cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
-                                        enum cudaMemcpyKind kind, cudaStream_t stream) {
-  SC_ENTER("cudaMemcpyAsync");
-  return sc_memcpy_1d(dst, src, count, kind, stream, true, false);
 }
 
 /* ---- peer copies ---------------------------------------------------------------------- */
@@ -181,69 +160,8 @@ SC_API cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src
   return sc_memcpy_peer(dst, dstDevice, src, srcDevice, count, stream, false, false);
 }
 
-/* ---- symbols --------------------------------------------------------------------------- */
-SC_API cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count,
-                                      size_t offset, enum cudaMemcpyKind kind) {
-  SC_ENTER("cudaMemcpyToSymbol");
-  if (!symbol) return sc_ret(cudaErrorInvalidSymbol);
-  return sc_memcpy_1d((char *)symbol + offset, src, count, kind, NULL, false, true);
-}
-
-SC_API cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset,
-                                        enum cudaMemcpyKind kind) {
-  SC_ENTER("cudaMemcpyFromSymbol");
-  if (!symbol) return sc_ret(cudaErrorInvalidSymbol);
-  return sc_memcpy_1d(dst, (const char *)symbol + offset, count, kind, NULL, false, true);
-}
-
-SC_API cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t count,
-                                           size_t offset, enum cudaMemcpyKind kind) {
-  SC_ENTER("cudaMemcpyToSymbol");
-  if (!symbol) return sc_ret(cudaErrorInvalidSymbol);
-  return sc_memcpy_1d((char *)symbol + offset, src, count, kind, NULL, true, true);
-}
-
-SC_API cudaError_t cudaMemcpyFromSymbol_ptds(void *dst, const void *symbol, size_t count,
-                                             size_t offset, enum cudaMemcpyKind kind) {
-  SC_ENTER("cudaMemcpyFromSymbol");
-  if (!symbol) return sc_ret(cudaErrorInvalidSymbol);
-  return sc_memcpy_1d(dst, (const char *)symbol + offset, count, kind, NULL, true, true);
-}
-
-SC_API cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count,
-                                           size_t offset, enum cudaMemcpyKind kind,
-                                           cudaStream_t stream) {
-  SC_ENTER("cudaMemcpyToSymbolAsync");
-  if (!symbol) return sc_ret(cudaErrorInvalidSymbol);
-  return sc_memcpy_1d((char *)symbol + offset, src, count, kind, stream, false, false);
-}
-
-SC_API cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void *symbol, const void *src, size_t count,
-                                                size_t offset, enum cudaMemcpyKind kind,
-                                                cudaStream_t stream) {
-  SC_ENTER("cudaMemcpyToSymbolAsync");
-  if (!symbol) return sc_ret(cudaErrorInvalidSymbol);
-  return sc_memcpy_1d((char *)symbol + offset, src, count, kind, stream, true, false);
-}
-
-SC_API cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t count,
-                                             size_t offset, enum cudaMemcpyKind kind,
-                                             cudaStream_t stream) {
-  SC_ENTER("cudaMemcpyFromSymbolAsync");
-  if (!symbol) return sc_ret(cudaErrorInvalidSymbol);
-  return sc_memcpy_1d(dst, (const char *)symbol + offset, count, kind, stream, false, false);
-}
-
-SC_API cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void *dst, const void *symbol, size_t count,
-                                                  size_t offset, enum cudaMemcpyKind kind,
-                                                  cudaStream_t stream) {
-  SC_ENTER("cudaMemcpyFromSymbolAsync");
-  if (!symbol) return sc_ret(cudaErrorInvalidSymbol);
-  return sc_memcpy_1d(dst, (const char *)symbol + offset, count, kind, stream, true, false);
-}
-
 /* ---- 2D and 3D ------------------------------------------------------------------------- */
-static cudaError_t sc_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch,
+cudaError_t sc_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch,
                                 size_t width, size_t height, enum cudaMemcpyKind kind,
                                 cudaStream_t h, bool ptsz, bool sync_api) {
   if (!sc_kind_ok(kind)) return sc_ret(cudaErrorInvalidMemcpyDirection);
@@ -259,34 +177,8 @@ static cudaError_t sc_memcpy_2d(void *dst, size_t dpitch, const void *src, size_
   return sc_ret(sc_copy_submit(s, &segs, (sc_copy_opts){.sync = sync_api && !d2d}));
 }
 
-SC_API cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
-                                size_t width, size_t height, enum cudaMemcpyKind kind) {
-  SC_ENTER("cudaMemcpy2D");
-  return sc_memcpy_2d(dst, dpitch, src, spitch, width, height, kind, NULL, false, true);
-}
-
-SC_API cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch,
-                                     size_t width, size_t height, enum cudaMemcpyKind kind) {
-  SC_ENTER("cudaMemcpy2D");
-  return sc_memcpy_2d(dst, dpitch, src, spitch, width, height, kind, NULL, true, true);
-}
-
-SC_API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
-                                     size_t width, size_t height, enum cudaMemcpyKind kind,
-                                     cudaStream_t stream) {
-  SC_ENTER("cudaMemcpy2DAsync");
-  return sc_memcpy_2d(dst, dpitch, src, spitch, width, height, kind, stream, false, false);
-}
-
-SC_API cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch,
-                                          size_t width, size_t height, enum cudaMemcpyKind kind,
-                                          cudaStream_t stream) {
-  SC_ENTER("cudaMemcpy2DAsync");
-  return sc_memcpy_2d(dst, dpitch, src, spitch, width, height, kind, stream, true, false);
-}
-
 /* Pitched pointers only (CUDA arrays are not simulated); widths and positions in bytes. */
-static cudaError_t sc_memcpy_3d(const struct cudaMemcpy3DParms *p, cudaStream_t h, bool ptsz,
+cudaError_t sc_memcpy_3d(const struct cudaMemcpy3DParms *p, cudaStream_t h, bool ptsz,
                                 bool sync_api) {
   if (!p) return sc_ret(cudaErrorInvalidValue);
   if (p->srcArray || p->dstArray) return sc_ret(cudaErrorInvalidValue);
@@ -312,32 +204,11 @@ static cudaError_t sc_memcpy_3d(const struct cudaMemcpy3DParms *p, cudaStream_t 
   return sc_ret(sc_copy_submit(s, &segs, (sc_copy_opts){.sync = sync_api && !d2d}));
 }
 
-SC_API cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p) {
-  SC_ENTER("cudaMemcpy3D");
-  return sc_memcpy_3d(p, NULL, false, true);
-}
-
-SC_API cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p) {
-  SC_ENTER("cudaMemcpy3D");
-  return sc_memcpy_3d(p, NULL, true, true);
-}
-
-SC_API cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
-  SC_ENTER("cudaMemcpy3DAsync");
-  return sc_memcpy_3d(p, stream, false, false);
-}
-
-SC_API cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
-  SC_ENTER("cudaMemcpy3DAsync");
-  return sc_memcpy_3d(p, stream, true, false);
-}
-
 /* ---- batches (entered from sc_batch_abi.c, which picks the ABI) ------------------------ */
 #if CUDART_VERSION >= 12080
 int sc_memcpy_batch(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
                     void *attrs_v, size_t *attrs_idxs, size_t num_attrs, size_t *fail_idx,
                     void *stream, int ptsz) {
-  SC_ENTER("cudaMemcpyBatchAsync");
   const struct cudaMemcpyAttributes *attrs = attrs_v;
   if (fail_idx) *fail_idx = SIZE_MAX;
   if (!count || !dsts || !srcs || !sizes || !attrs || !attrs_idxs || !num_attrs ||
@@ -378,7 +249,6 @@ int sc_memcpy_batch(void *const *dsts, const void *const *srcs, const size_t *si
 
 int sc_memcpy_3d_batch(size_t num_ops, void *op_list, size_t *fail_idx, unsigned long long flags,
                        void *stream, int ptsz) {
-  SC_ENTER("cudaMemcpy3DBatchAsync");
   const struct cudaMemcpy3DBatchOp *ops = op_list;
   if (fail_idx) *fail_idx = SIZE_MAX;
   if (!num_ops || !ops || flags) return sc_ret(cudaErrorInvalidValue);
@@ -445,7 +315,7 @@ int sc_memcpy_3d_batch(size_t num_ops, void *op_list, size_t *fail_idx, unsigned
 #endif
 
 /* ---- memset ---------------------------------------------------------------------------- */
-static cudaError_t sc_memset(void *dst, int value, size_t count, cudaStream_t h, bool ptsz,
+cudaError_t sc_memset(void *dst, int value, size_t count, cudaStream_t h, bool ptsz,
                              bool sync_api) {
   if (count && !dst) return sc_ret(cudaErrorInvalidValue);
   if (!count) return cudaSuccess;
@@ -462,25 +332,4 @@ static cudaError_t sc_memset(void *dst, int value, size_t count, cudaStream_t h,
       sc_capture_status(s) == cudaStreamCaptureStatusNone)
     return sc_ret(sc_submit_sync(s, op));
   return sc_ret(sc_submit(s, op, NULL));
-}
-
-SC_API cudaError_t cudaMemset(void *devPtr, int value, size_t count) {
-  SC_ENTER("cudaMemset");
-  return sc_memset(devPtr, value, count, NULL, false, true);
-}
-
-SC_API cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count) {
-  SC_ENTER("cudaMemset");
-  return sc_memset(devPtr, value, count, NULL, true, true);
-}
-
-SC_API cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream) {
-  SC_ENTER("cudaMemsetAsync");
-  return sc_memset(devPtr, value, count, stream, false, false);
-}
-
-SC_API cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count,
-                                        cudaStream_t stream) {
-  SC_ENTER("cudaMemsetAsync");
-  return sc_memset(devPtr, value, count, stream, true, false);
 }

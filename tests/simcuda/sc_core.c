@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "sc_internal.h"
+#include "sc_engine.h"
 
 /* Large enough that a read right after a device-to-host enqueue deterministically sees the old
  * bytes on a loaded 2-core machine, small enough that test suites with hundreds of ops stay fast. */
@@ -21,8 +22,22 @@ static pthread_once_t sc_once = PTHREAD_ONCE_INIT;
 static atomic_bool sc_started;
 static _Thread_local cudaError_t sc_last_error;
 static _Thread_local int sc_current_device;
+static _Thread_local bool sc_ctx_unbound; /* cuCtxSetCurrent(NULL) until the next bind */
 
 int sc_device_current(void) { return sc_current_device; }
+
+/* The driver's per-thread current context is the runtime's current device: binding device d's
+ * primary context makes d current, and cudaSetDevice binds its primary context (as CUDA's). */
+void sc_ctx_bind(int device) {
+  if (device < 0) {
+    sc_ctx_unbound = true;
+    return;
+  }
+  sc_current_device = device;
+  sc_ctx_unbound = false;
+}
+
+int sc_ctx_bound_device(void) { return sc_ctx_unbound ? -1 : sc_current_device; }
 
 bool sc_device_valid(int device) { return device >= 0 && device < sc_cfg.devices; }
 
@@ -50,6 +65,12 @@ static cudaError_t sc_fault_default(const char *name) {
       {"cudaEventCreate", cudaErrorMemoryAllocation},     {"cudaGraph", cudaErrorInvalidValue},
       {"cudaMemcpy", cudaErrorInvalidValue},         {"cudaMemset", cudaErrorInvalidValue},
       {"cudaStream", cudaErrorInvalidResourceHandle}, {"cudaEvent", cudaErrorInvalidResourceHandle},
+      /* driver names (the CUresult of the same number) */
+      {"cuMemHostAlloc", cudaErrorMemoryAllocation}, {"cuMemAlloc", cudaErrorMemoryAllocation},
+      {"cuMemHostRegister", cudaErrorMemoryAllocation}, {"cuLaunch", cudaErrorLaunchOutOfResources},
+      {"cuStreamCreate", cudaErrorMemoryAllocation}, {"cuEventCreate", cudaErrorMemoryAllocation},
+      {"cuMemcpy", cudaErrorInvalidValue},           {"cuMemset", cudaErrorInvalidValue},
+      {"cuStream", cudaErrorInvalidResourceHandle},  {"cuEvent", cudaErrorInvalidResourceHandle},
   };
   for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
     if (strncmp(name, table[i].prefix, strlen(table[i].prefix)) == 0) return table[i].err;
@@ -181,6 +202,21 @@ cudaError_t sc_ret(cudaError_t err) {
   return err;
 }
 
+cudaError_t sc_last_error_get(void) { return sc_last_error; }
+void sc_last_error_set(cudaError_t err) { sc_last_error = err; }
+
+/* SC_ENTER as a function, for the runtime layer (it reaches it through the driver's engine
+ * table): cudaSuccess, or the error the call must return (already recorded as the last error). */
+cudaError_t sc_rt_enter(const char *name) {
+  sc_init();
+  if (atomic_load_explicit(&sc_forked_child, memory_order_relaxed))
+    return sc_ret(cudaErrorInitializationError);
+  if (sc_cfg.devices == 0) return sc_ret(cudaErrorNoDevice);
+  cudaError_t err;
+  if (sc_fault(name, &err)) return sc_ret(err);
+  return cudaSuccess;
+}
+
 /* ---- errors and versions --------------------------------------------------------------- */
 SC_API cudaError_t cudaGetLastError(void) {
   cudaError_t e = sc_last_error;
@@ -212,7 +248,7 @@ SC_API cudaError_t cudaGetDeviceCount(int *count) {
 SC_API cudaError_t cudaSetDevice(int device) {
   SC_ENTER("cudaSetDevice");
   if (!sc_device_valid(device)) return sc_ret(cudaErrorInvalidDevice);
-  sc_current_device = device;
+  sc_ctx_bind(device);
   return cudaSuccess;
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "sc_internal.h"
+#include "sc_engine.h"
 
 #define SC_EVENT_MAGIC 0xe7e11755u
 
@@ -87,7 +88,7 @@ static sc_event *sc_event_get(cudaEvent_t h) {
   return ev;
 }
 
-static cudaError_t sc_event_create(cudaEvent_t *event, unsigned flags) {
+cudaError_t sc_event_create(cudaEvent_t *event, unsigned flags) {
   if (!event) return sc_ret(cudaErrorInvalidValue);
   unsigned known = cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
   if (flags & ~known) return sc_ret(cudaErrorInvalidValue);
@@ -105,18 +106,7 @@ static cudaError_t sc_event_create(cudaEvent_t *event, unsigned flags) {
   return cudaSuccess;
 }
 
-SC_API cudaError_t cudaEventCreate(cudaEvent_t *event) {
-  SC_ENTER("cudaEventCreate");
-  return sc_event_create(event, cudaEventDefault);
-}
-
-SC_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
-  SC_ENTER("cudaEventCreateWithFlags");
-  return sc_event_create(event, flags);
-}
-
-SC_API cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  SC_ENTER("cudaEventDestroy");
+cudaError_t sc_event_destroy(cudaEvent_t event) {
   sc_event *ev = sc_event_get(event);
   if (!ev) return sc_ret(cudaErrorInvalidResourceHandle);
   atomic_store(&ev->magic, 0);
@@ -124,7 +114,7 @@ SC_API cudaError_t cudaEventDestroy(cudaEvent_t event) {
   return cudaSuccess;
 }
 
-static cudaError_t sc_event_record(cudaEvent_t event, cudaStream_t stream, unsigned flags,
+cudaError_t sc_event_record(cudaEvent_t event, cudaStream_t stream, unsigned flags,
                                    bool ptsz) {
   sc_event *ev = sc_event_get(event);
   if (!ev) return sc_ret(cudaErrorInvalidResourceHandle);
@@ -140,30 +130,7 @@ static cudaError_t sc_event_record(cudaEvent_t event, cudaStream_t stream, unsig
   return sc_ret(sc_submit(s, op, NULL)); /* the generation is assigned when queued */
 }
 
-SC_API cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-  SC_ENTER("cudaEventRecord");
-  return sc_event_record(event, stream, 0, false);
-}
-
-SC_API cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
-  SC_ENTER("cudaEventRecord");
-  return sc_event_record(event, stream, 0, true);
-}
-
-SC_API cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream,
-                                            unsigned int flags) {
-  SC_ENTER("cudaEventRecordWithFlags");
-  return sc_event_record(event, stream, flags, false);
-}
-
-SC_API cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream,
-                                                 unsigned int flags) {
-  SC_ENTER("cudaEventRecordWithFlags");
-  return sc_event_record(event, stream, flags, true);
-}
-
-SC_API cudaError_t cudaEventQuery(cudaEvent_t event) {
-  SC_ENTER("cudaEventQuery");
+cudaError_t sc_event_query(cudaEvent_t event) {
   sc_event *ev = sc_event_get(event);
   if (!ev) return sc_ret(cudaErrorInvalidResourceHandle);
   /* Like CUDA: an event whose last record went into a capture has no state to query yet. */
@@ -174,8 +141,7 @@ SC_API cudaError_t cudaEventQuery(cudaEvent_t event) {
   return done ? cudaSuccess : cudaErrorNotReady;
 }
 
-SC_API cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  SC_ENTER("cudaEventSynchronize");
+cudaError_t sc_event_sync(cudaEvent_t event) {
   sc_event *ev = sc_event_get(event);
   if (!ev) return sc_ret(cudaErrorInvalidResourceHandle);
   if (sc_event_is_captured(ev)) return sc_ret(cudaErrorCapturedEvent);
@@ -183,8 +149,7 @@ SC_API cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   return cudaSuccess;
 }
 
-SC_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
-  SC_ENTER("cudaEventElapsedTime");
+cudaError_t sc_event_elapsed(float *ms, cudaEvent_t start, cudaEvent_t end) {
   sc_event *a = sc_event_get(start), *b = sc_event_get(end);
   if (!ms) return sc_ret(cudaErrorInvalidValue);
   if (!a || !b) return sc_ret(cudaErrorInvalidResourceHandle);

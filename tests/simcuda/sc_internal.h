@@ -1,5 +1,6 @@
-/* sc_internal.h: what the simulated runtime's source files share: configuration, error and
- * fault-injection plumbing, memory classification, the DMA translator and the stream/op machinery.
+/* sc_internal.h: what the engine's source files (the sc_*.c files, linked into libcuda.so.1) share:
+ * configuration, error and fault-injection plumbing, memory classification, the DMA translator and
+ * the stream/op machinery.
  * Never installed: programs see only the CUDA headers and simcuda_kernel.h. */
 #ifndef SC_INTERNAL_H
 #define SC_INTERNAL_H

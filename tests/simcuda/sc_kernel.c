@@ -1,6 +1,7 @@
 /* sc_kernel.c: simulated kernels. A kernel is a host function registered with its parameter
  * sizes (simcuda_kernel.h); a launch copies the parameters, exactly as CUDA does, and queues the
- * function to run on the stream's worker. cudaFuncGetParamInfo answers from the registration. */
+ * function to run on the stream's worker (sc_launch, under the driver's cuLaunchKernel).
+ * cudaFuncGetParamInfo and cuFuncGetParamInfo answer from the registration. */
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <uthash.h>
 
 #include "sc_internal.h"
+#include "sc_engine.h"
 
 #define SC_MAX_PARAMS 64
 
@@ -103,7 +105,7 @@ SC_API cudaError_t cudaFuncGetName(const char **name, const void *func) {
 
 void sc_kernel_run(sc_op *op) { op->u.kernel.fn(&op->u.kernel.launch); }
 
-static cudaError_t sc_launch(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
+cudaError_t sc_launch(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
                              cudaStream_t h, bool ptsz) {
   sc_kernel k;
   if (!sc_kernel_find(func, &k)) return sc_ret(cudaErrorInvalidDeviceFunction);
@@ -140,26 +142,6 @@ static cudaError_t sc_launch(const void *func, dim3 grid, dim3 block, void **arg
       .args = copies, .nargs = k.nparams, .grid = grid, .block = block, .shared_mem = smem,
       .stream = h};
   return sc_ret(sc_submit(s, op, NULL));
-}
-
-SC_API cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
-                                    size_t sharedMem, cudaStream_t stream) {
-  SC_ENTER("cudaLaunchKernel");
-  return sc_launch(func, gridDim, blockDim, args, sharedMem, stream, false);
-}
-
-SC_API cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
-                                         void **args, size_t sharedMem, cudaStream_t stream) {
-  SC_ENTER("cudaLaunchKernel");
-  return sc_launch(func, gridDim, blockDim, args, sharedMem, stream, true);
-}
-
-SC_API cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim,
-                                               void **args, size_t sharedMem,
-                                               cudaStream_t stream) {
-  SC_ENTER("cudaLaunchCooperativeKernel");
-  /* Every simulated block runs in one body, so all of them are always co-resident. */
-  return sc_launch(func, gridDim, blockDim, args, sharedMem, stream, false);
 }
 
 /* ---- function attributes and occupancy, for registered kernels ---------------------------
@@ -212,10 +194,10 @@ SC_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks,
  * layer that needs the function (pinguard, for cudaFuncGetParamInfo) must map it back. */
 #define SC_KERNEL_HANDLE_XOR ((uintptr_t)0x5C00000000000000ull)
 
-static cudaKernel_t sc_handle_of(const void *func) {
+cudaKernel_t sc_handle_of(const void *func) {
   return (cudaKernel_t)((uintptr_t)func ^ SC_KERNEL_HANDLE_XOR);
 }
-static const void *sc_func_of(cudaKernel_t k) {
+const void *sc_func_of(cudaKernel_t k) {
   return (const void *)((uintptr_t)k ^ SC_KERNEL_HANDLE_XOR);
 }
 
@@ -232,30 +214,39 @@ SC_API cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func) {
   return cudaGetKernel(kernel, func);
 }
 
-SC_API cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
-                                      void **args, size_t sharedMem, cudaStream_t stream) {
-  SC_ENTER("__cudaLaunchKernel");
-  return sc_launch(sc_func_of(kernel), gridDim, blockDim, args, sharedMem, stream, false);
+/* ---- what the driver asks about kernels (driver/sd_modules.c, driver/sd_api.c) --------------
+ * A CUfunction, a CUkernel and a cudaKernel_t are the same handle (sc_handle_of), as the real
+ * driver lets a CUkernel stand for a CUfunction; cudaGetFuncBySymbol hands it out too. */
+bool sc_kernel_registered(const void *func) {
+  sc_kernel k;
+  return sc_kernel_find(func, &k);
 }
 
-SC_API cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
-                                           void **args, size_t sharedMem, cudaStream_t stream) {
-  SC_ENTER("__cudaLaunchKernel_ptsz");
-  return sc_launch(sc_func_of(kernel), gridDim, blockDim, args, sharedMem, stream, true);
+cudaError_t sc_kernel_param_info(const void *func, size_t index, size_t *offset, size_t *size) {
+  sc_kernel k;
+  if (!sc_kernel_find(func, &k)) return cudaErrorInvalidDeviceFunction;
+  if (index >= k.nparams) return cudaErrorInvalidValue;
+  if (offset) *offset = k.offsets[index];
+  if (size) *size = k.sizes[index];
+  return cudaSuccess;
 }
 
-SC_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func,
-                                       void **args) {
-  SC_ENTER("cudaLaunchKernelExC");
-  if (!config) return sc_ret(cudaErrorInvalidValue);
-  return sc_launch(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
-                   config->stream, false);
+/* The kernel last registered under name, or NULL. */
+const void *sc_kernel_by_name(const char *name) {
+  const void *fn = NULL;
+  if (!name) return NULL;
+  pthread_rwlock_rdlock(&sc_kernels_lock);
+  for (sc_kernel *k = sc_kernels; k; k = k->hh.next)
+    if (strcmp(k->name, name) == 0) fn = k->fn;
+  pthread_rwlock_unlock(&sc_kernels_lock);
+  return fn;
 }
 
-SC_API cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func,
-                                            void **args) {
-  SC_ENTER("cudaLaunchKernelExC");
-  if (!config) return sc_ret(cudaErrorInvalidValue);
-  return sc_launch(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
-                   config->stream, true);
+SC_API cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const void *symbolPtr) {
+  SC_ENTER("cudaGetFuncBySymbol");
+  sc_kernel k;
+  if (!functionPtr) return sc_ret(cudaErrorInvalidValue);
+  if (!sc_kernel_find(symbolPtr, &k)) return sc_ret(cudaErrorInvalidDeviceFunction);
+  *functionPtr = (cudaFunction_t)sc_handle_of(symbolPtr);
+  return cudaSuccess;
 }

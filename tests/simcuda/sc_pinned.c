@@ -1,4 +1,5 @@
-/* sc_pinned.c: pinned host memory (cudaHostAlloc/Register and friends, pointer attributes) and
+/* sc_pinned.c: pinned host memory (the driver's cuMemHostAlloc/Register and friends, pointer
+ * attributes, and so the runtime's cudaHostAlloc/Register, ...) and
  * the DMA aliases through which the simulated device reaches it (simcuda_dma, sc_dma_copy). */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "sc_internal.h"
+#include "sc_engine.h"
 
 /* Every pinned range gets a second mapping of the same physical pages; the simulated device (copy
  * workers, kernel bodies via simcuda_dma) reaches pinned memory only through that alias, so CPU
@@ -268,7 +270,7 @@ static char *sc_alias_build(uintptr_t hull, size_t len) {
 }
 
 /* ---- API ------------------------------------------------------------------------------- */
-static cudaError_t sc_host_alloc(void **pHost, size_t size, unsigned int flags) {
+cudaError_t sc_host_alloc(void **pHost, size_t size, unsigned int flags) {
   if (!pHost) return sc_ret(cudaErrorInvalidValue);
   if (flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined))
     return sc_ret(cudaErrorInvalidValue);
@@ -305,16 +307,6 @@ static cudaError_t sc_host_alloc(void **pHost, size_t size, unsigned int flags) 
   return cudaSuccess;
 }
 
-SC_API cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
-  SC_ENTER("cudaHostAlloc");
-  return sc_host_alloc(pHost, size, flags);
-}
-
-SC_API cudaError_t cudaMallocHost(void **ptr, size_t size) {
-  SC_ENTER("cudaMallocHost");
-  return sc_host_alloc(ptr, size, cudaHostAllocDefault);
-}
-
 /* SIMCUDA_UNPIN_RETURN_US: the caller may be descheduled between the runtime releasing the
  * memory and the call returning; meanwhile another thread can be handed the same address
  * (cudaHostAlloc) or register it again (cudaHostRegister). A delay here makes that interleaving
@@ -326,8 +318,7 @@ static void sc_unpin_return_delay(void) {
   nanosleep(&ts, NULL);
 }
 
-SC_API cudaError_t cudaFreeHost(void *ptr) {
-  SC_ENTER("cudaFreeHost");
+cudaError_t sc_free_host(void *ptr) {
   if (!ptr) return cudaSuccess;
   /* Like the real driver: wait for all queued work, so no copy runs into unmapped memory. */
   sc_device_sync_all();
@@ -346,8 +337,7 @@ SC_API cudaError_t cudaFreeHost(void *ptr) {
   return cudaSuccess;
 }
 
-SC_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
-  SC_ENTER("cudaHostRegister");
+cudaError_t sc_host_register(void *ptr, size_t size, unsigned int flags) {
   if (!ptr || size == 0) return sc_ret(cudaErrorInvalidValue);
   if (flags & ~(unsigned)(cudaHostRegisterPortable | cudaHostRegisterMapped |
                           cudaHostRegisterIoMemory | cudaHostRegisterReadOnly))
@@ -374,8 +364,7 @@ SC_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) 
   return err == cudaSuccess ? cudaSuccess : sc_ret(err);
 }
 
-SC_API cudaError_t cudaHostUnregister(void *ptr) {
-  SC_ENTER("cudaHostUnregister");
+cudaError_t sc_host_unregister(void *ptr) {
   if (!ptr) return sc_ret(cudaErrorInvalidValue);
   sc_device_sync_all(); /* as cudaFreeHost: no in-flight copy loses its alias */
   pthread_rwlock_wrlock(&sc_regions_lock);
@@ -392,8 +381,7 @@ SC_API cudaError_t cudaHostUnregister(void *ptr) {
   return cudaSuccess;
 }
 
-SC_API cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) {
-  SC_ENTER("cudaHostGetDevicePointer");
+cudaError_t sc_host_get_device_pointer(void **pDevice, void *pHost, unsigned int flags) {
   if (!pDevice || flags != 0) return sc_ret(cudaErrorInvalidValue);
   if (sc_classify(pHost) != SC_MEM_PINNED) return sc_ret(cudaErrorInvalidValue);
   *pDevice = pHost; /* unified addressing: the device uses the host address */
@@ -412,9 +400,8 @@ SC_API cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
   return cudaSuccess;
 }
 
-SC_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
+cudaError_t sc_pointer_attributes(struct cudaPointerAttributes *attributes,
                                             const void *ptr) {
-  SC_ENTER("cudaPointerGetAttributes");
   if (!attributes) return sc_ret(cudaErrorInvalidValue);
   memset(attributes, 0, sizeof *attributes);
   /* As CUDA documents the device field: for device memory the device it resides on; for pinned

@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 
 #include "sc_stream_impl.h"
+#include "sc_engine.h"
 
 /* Default-stream semantics and the simplifications made (also in README.md):
  *   - Every stream belongs to the device that was current when it was created. Each device has
@@ -392,8 +393,7 @@ void sc_device_sync_all(void) { sc_snapshot_wait(-1); }
 void sc_device_sync(int device) { sc_snapshot_wait(device); }
 
 /* ---- device-wide API -------------------------------------------------------------- */
-SC_API cudaError_t cudaDeviceSynchronize(void) {
-  SC_ENTER("cudaDeviceSynchronize");
+cudaError_t sc_device_synchronize(void) {
   if (atomic_load(&sc_active_captures) > 0) {
     /* A device-wide sync is an unsafe call during capture: it fails and invalidates the capture. */
     cudaError_t err = cudaSuccess;

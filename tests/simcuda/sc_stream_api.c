@@ -1,11 +1,14 @@
-/* sc_stream_api.c: the per-stream CUDA entry points: create (with flags, with priority), destroy,
- * flags and priority queries, synchronize, query, cudaStreamWaitEvent, cudaLaunchHostFunc and
- * cudaStreamAddCallback, each with its _ptsz variant. The machinery behind them is in sc_stream.c. */
+/* sc_stream_api.c: the per-stream operations: create (with flags, with priority), destroy,
+ * synchronize, query, wait event and host functions (sc_engine.h: the driver's cuStream* and
+ * cuLaunchHostFunc, and so the runtime's), and the runtime entry points that only the engine
+ * serves: flags and priority queries and cudaStreamAddCallback, each with its _ptsz variant. The
+ * machinery behind them is in sc_stream.c. */
 #include <stdlib.h>
 
 #include "sc_stream_impl.h"
+#include "sc_engine.h"
 
-static cudaError_t sc_create(cudaStream_t *pStream, unsigned flags, int priority) {
+cudaError_t sc_stream_create(cudaStream_t *pStream, unsigned flags, int priority) {
   if (!pStream) return sc_ret(cudaErrorInvalidValue);
   if (flags & ~(unsigned)cudaStreamNonBlocking) return sc_ret(cudaErrorInvalidValue);
   int dev = sc_device_current();
@@ -19,24 +22,7 @@ static cudaError_t sc_create(cudaStream_t *pStream, unsigned flags, int priority
   return cudaSuccess;
 }
 
-SC_API cudaError_t cudaStreamCreate(cudaStream_t *pStream) {
-  SC_ENTER("cudaStreamCreate");
-  return sc_create(pStream, 0, 0);
-}
-
-SC_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags) {
-  SC_ENTER("cudaStreamCreateWithFlags");
-  return sc_create(pStream, flags, 0);
-}
-
-SC_API cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags,
-                                                int priority) {
-  SC_ENTER("cudaStreamCreateWithPriority");
-  return sc_create(pStream, flags, priority);
-}
-
-SC_API cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  SC_ENTER("cudaStreamDestroy");
+cudaError_t sc_stream_destroy(cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
   if (!stream || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
     return sc_ret(cudaErrorInvalidResourceHandle);
@@ -103,7 +89,7 @@ SC_API cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t hStream, int *device) {
   return sc_stream_get_device(hStream, device, true);
 }
 
-static cudaError_t sc_stream_sync(cudaStream_t h, bool ptsz) {
+cudaError_t sc_stream_sync(cudaStream_t h, bool ptsz) {
   cudaError_t err = cudaSuccess;
   sc_stream *s = sc_stream_get(h, ptsz, &err);
   if (!s) return sc_ret(err);
@@ -120,17 +106,7 @@ static cudaError_t sc_stream_sync(cudaStream_t h, bool ptsz) {
   return cudaSuccess;
 }
 
-SC_API cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  SC_ENTER("cudaStreamSynchronize");
-  return sc_stream_sync(stream, false);
-}
-
-SC_API cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) {
-  SC_ENTER("cudaStreamSynchronize");
-  return sc_stream_sync(stream, true);
-}
-
-static cudaError_t sc_stream_query(cudaStream_t h, bool ptsz) {
+cudaError_t sc_stream_query(cudaStream_t h, bool ptsz) {
   cudaError_t err = cudaSuccess;
   sc_stream *s = sc_stream_get(h, ptsz, &err);
   if (!s) return sc_ret(err);
@@ -138,17 +114,7 @@ static cudaError_t sc_stream_query(cudaStream_t h, bool ptsz) {
   return atomic_load(&s->done_seq) >= atomic_load(&s->enq_seq) ? cudaSuccess : cudaErrorNotReady;
 }
 
-SC_API cudaError_t cudaStreamQuery(cudaStream_t stream) {
-  SC_ENTER("cudaStreamQuery");
-  return sc_stream_query(stream, false);
-}
-
-SC_API cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) {
-  SC_ENTER("cudaStreamQuery");
-  return sc_stream_query(stream, true);
-}
-
-static cudaError_t sc_wait_event(cudaStream_t h, cudaEvent_t event, unsigned flags, bool ptsz) {
+cudaError_t sc_wait_event(cudaStream_t h, cudaEvent_t event, unsigned flags, bool ptsz) {
   cudaError_t err = cudaSuccess;
   sc_stream *s = sc_stream_get(h, ptsz, &err);
   if (!s) return sc_ret(err);
@@ -161,18 +127,7 @@ static cudaError_t sc_wait_event(cudaStream_t h, cudaEvent_t event, unsigned fla
   return sc_ret(sc_submit(s, op, NULL));
 }
 
-SC_API cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
-  SC_ENTER("cudaStreamWaitEvent");
-  return sc_wait_event(stream, event, flags, false);
-}
-
-SC_API cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event,
-                                            unsigned int flags) {
-  SC_ENTER("cudaStreamWaitEvent");
-  return sc_wait_event(stream, event, flags, true);
-}
-
-static cudaError_t sc_host_func(cudaStream_t h, cudaHostFn_t fn, void *data, bool ptsz) {
+cudaError_t sc_host_func(cudaStream_t h, cudaHostFn_t fn, void *data, bool ptsz) {
   cudaError_t err = cudaSuccess;
   sc_stream *s = sc_stream_get(h, ptsz, &err);
   if (!s) return sc_ret(err);
@@ -182,16 +137,6 @@ static cudaError_t sc_host_func(cudaStream_t h, cudaHostFn_t fn, void *data, boo
   op->u.host.fn = fn;
   op->u.host.data = data;
   return sc_ret(sc_submit(s, op, NULL));
-}
-
-SC_API cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData) {
-  SC_ENTER("cudaLaunchHostFunc");
-  return sc_host_func(stream, fn, userData, false);
-}
-
-SC_API cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData) {
-  SC_ENTER("cudaLaunchHostFunc");
-  return sc_host_func(stream, fn, userData, true);
 }
 
 /* cudaStreamAddCallback: the legacy form of cudaLaunchHostFunc (the callback also gets the stream

@@ -1,13 +1,11 @@
 /* sd_device.c: the simulated driver's devices and contexts: SIMCUDA_DEVICES devices (default 1),
  * with the same properties as simcuda's runtime reports, and one primary context per device. The
- * current context is per thread and starts as device 0's primary context.
+ * current context is per thread, and it is the engine's current device: cuCtxSetCurrent of device
+ * d's primary context makes d the runtime's current device, cudaSetDevice(d) makes d's primary
+ * context current, and a thread starts with device 0's.
  *
- * The driver counts as initialized from the start: in a real process the runtime calls cuInit
- * before anything else can ask, and simcuda's runtime does not go through this driver yet, so
- * callers that rely on the runtime having initialized it (PyTorch's NVRTC stub never calls
- * cuInit) must find it ready. For the same reason the primary context is reported active: the
- * runtime creates it at its first call. */
-#include <errno.h>
+ * The driver counts as initialized from the start (PyTorch's NVRTC stub never calls cuInit), and
+ * the primary context is reported active: the runtime creates it at its first call. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -20,44 +18,23 @@
 static struct CUctx_st {
   atomic_int retains;
 } sd_primary[SD_MAX_DEVICES];
-static _Thread_local CUcontext sd_current = &sd_primary[0];
-
-static int sd_ndevices;
-static pthread_once_t sd_once = PTHREAD_ONCE_INIT;
-
-/* SIMCUDA_DEVICES read as the runtime reads it: unset or empty is 1, a bad value means no device
- * (and a message). */
-static void sd_read_devices(void) {
-  const char *v = getenv("SIMCUDA_DEVICES");
-  if (!v || !*v) {
-    sd_ndevices = 1;
-    return;
-  }
-  char *end = NULL;
-  errno = 0;
-  long n = strtol(v, &end, 10);
-  if (errno || end == v || *end || n < 1 || n > SD_MAX_DEVICES) {
-    fprintf(stderr,
-            "simcuda driver: SIMCUDA_DEVICES='%s' is invalid (want a whole number from 1 to %d); "
-            "no device is available\n",
-            v, SD_MAX_DEVICES);
-    sd_ndevices = 0;
-    return;
-  }
-  sd_ndevices = (int)n;
-}
 
 int sd_device_count(void) {
-  pthread_once(&sd_once, sd_read_devices);
-  return sd_ndevices;
+  sc_init();
+  return sc_cfg.devices;
 }
 
 CUresult sd_check_device(CUdevice dev) {
   return dev >= 0 && dev < sd_device_count() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
-static bool sd_is_primary(CUcontext ctx) {
-  return ctx >= &sd_primary[0] && ctx < &sd_primary[sd_device_count()];
+CUcontext sd_primary_ctx(int device) {
+  return device >= 0 && device < SD_MAX_DEVICES ? &sd_primary[device] : NULL;
+}
+
+int sd_ctx_device(CUcontext ctx) {
+  if (ctx >= &sd_primary[0] && ctx < &sd_primary[sd_device_count()]) return (int)(ctx - sd_primary);
+  return -1;
 }
 
 SD_API CUresult CUDAAPI cuInit(unsigned int Flags) {
@@ -97,10 +74,7 @@ SD_API CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev) {
 SD_API CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice dev) {
   if (!bytes) return CUDA_ERROR_INVALID_VALUE;
   if (sd_check_device(dev) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_DEVICE;
-  /* The runtime's arena size (SIMCUDA_DEVICE_MB, default 16 GiB). */
-  const char *mb = getenv("SIMCUDA_DEVICE_MB");
-  unsigned long long n = mb && *mb ? strtoull(mb, NULL, 10) : 16384;
-  *bytes = (size_t)(n << 20);
+  *bytes = sc_cfg.device_bytes; /* the arena's size (SIMCUDA_DEVICE_MB, default 16 GiB) */
   return CUDA_SUCCESS;
 }
 
@@ -155,19 +129,22 @@ SD_API CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
 
 SD_API CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx) {
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-  *pctx = sd_current;
+  int dev = sc_ctx_bound_device();
+  *pctx = dev < 0 ? NULL : &sd_primary[dev];
   return CUDA_SUCCESS;
 }
 
 SD_API CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
-  if (ctx && !sd_is_primary(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  sd_current = ctx;
+  int dev = ctx ? sd_ctx_device(ctx) : -1;
+  if (ctx && dev < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  sc_ctx_bind(dev);
   return CUDA_SUCCESS;
 }
 
 SD_API CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
   if (!device) return CUDA_ERROR_INVALID_VALUE;
-  if (!sd_current) return CUDA_ERROR_INVALID_CONTEXT;
-  *device = (CUdevice)(sd_current - sd_primary);
+  int dev = sc_ctx_bound_device();
+  if (dev < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  *device = dev;
   return CUDA_SUCCESS;
 }

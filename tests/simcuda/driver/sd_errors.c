@@ -23,6 +23,21 @@
   X(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure")                           \
   X(CUDA_ERROR_NOT_PERMITTED, "operation not permitted")                              \
   X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")                              \
+  X(CUDA_ERROR_ILLEGAL_STATE, "the operation cannot be performed in the present state") \
+  X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "too many resources requested for launch")    \
+  X(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,                                        \
+    "part or all of the requested memory range is already mapped")                    \
+  X(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,                                            \
+    "pointer does not correspond to a registered memory region")                      \
+  X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing") \
+  X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,                                            \
+    "operation failed due to a previous error during capture")                        \
+  X(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,                                               \
+    "operation would make the legacy stream depend on a capturing blocking stream")   \
+  X(CUDA_ERROR_CAPTURED_EVENT,                                                        \
+    "operation not permitted on an event last recorded in a capturing stream")        \
+  X(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD,                                           \
+    "attempt to terminate a thread-local capture sequence from another thread")       \
   X(CUDA_ERROR_UNKNOWN, "unknown error")
 
 SD_API CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {

@@ -1,43 +1,97 @@
-/* sd_modules.c: device code through the driver: modules, the JIT linker, functions, launches,
- * occupancy, pointer attributes and tensor maps. simcuda cannot run device code, so nothing can be
- * loaded, and every call on a module or function returns CUDA_ERROR_NOT_SUPPORTED with no side
- * effect: a caller fails cleanly at the load, never at a launch. (simcuda's kernels are host
- * functions launched through the runtime: see simcuda_kernel.h.) */
-#include <stddef.h>
+/* sd_modules.c: device code through the driver: modules, libraries, functions, the JIT linker,
+ * occupancy and tensor maps. simcuda cannot run device code: its kernels are host functions
+ * registered by name (simcuda_register_kernel, simcuda_kernel.h). So a module or library accepts
+ * any image, and a function is looked up in it by the name a kernel was registered under
+ * (cuModuleGetFunction, cuLibraryGetKernel). The JIT linker still fails cleanly
+ * (CUDA_ERROR_NOT_SUPPORTED). */
+#include <stdatomic.h>
+#include <stdlib.h>
 
 #include "sd_internal.h"
 
-/* ---- modules and the linker ---------------------------------------------------------------- */
+#define SD_MODULE_MAGIC 0x5d30d01eu
+
+/* A module and a library are the same object: a handle that names no code. */
+typedef struct sd_module {
+  _Atomic unsigned magic;
+} sd_module;
+
+static CUresult sd_module_new(void **out, const void *image) {
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  if (!image) return CUDA_ERROR_INVALID_VALUE;
+  sd_module *m = calloc(1, sizeof *m);
+  if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+  atomic_init(&m->magic, SD_MODULE_MAGIC);
+  *out = m;
+  return CUDA_SUCCESS;
+}
+
+static bool sd_module_valid(const void *h) {
+  return h && atomic_load(&((const sd_module *)h)->magic) == SD_MODULE_MAGIC;
+}
+
+static CUresult sd_module_free(void *h) {
+  if (!sd_module_valid(h)) return CUDA_ERROR_INVALID_HANDLE;
+  atomic_store(&((sd_module *)h)->magic, 0);
+  free(h);
+  return CUDA_SUCCESS;
+}
+
+/* The handle of the kernel registered under name. */
+static CUresult sd_module_function(CUfunction *out, const void *h, const char *name) {
+  if (!out || !name) return CUDA_ERROR_INVALID_VALUE;
+  if (!sd_module_valid(h)) return CUDA_ERROR_INVALID_HANDLE;
+  const void *fn = sc_kernel_by_name(name);
+  if (!fn) return CUDA_ERROR_NOT_FOUND;
+  *out = (CUfunction)sc_handle_of(fn);
+  return CUDA_SUCCESS;
+}
+
+/* ---- modules ------------------------------------------------------------------------------ */
 SD_API CUresult CUDAAPI cuModuleLoad(CUmodule *module, const char *fname) {
-  (void)fname;
-  if (!module) return CUDA_ERROR_INVALID_VALUE;
-  return CUDA_ERROR_NOT_SUPPORTED;
+  return sd_module_new((void **)module, fname);
 }
 
 SD_API CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image) {
-  (void)image;
-  if (!module) return CUDA_ERROR_INVALID_VALUE;
-  return CUDA_ERROR_NOT_SUPPORTED;
+  return sd_module_new((void **)module, image);
 }
 
 SD_API CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image,
                                            unsigned int numOptions, CUjit_option *options,
                                            void **optionValues) {
-  (void)image, (void)numOptions, (void)options, (void)optionValues;
-  if (!module) return CUDA_ERROR_INVALID_VALUE;
-  return CUDA_ERROR_NOT_SUPPORTED;
+  (void)numOptions, (void)options, (void)optionValues;
+  return sd_module_new((void **)module, image);
 }
 
-/* No module was ever loaded, so no handle is valid. */
-SD_API CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
-  (void)hmod;
-  return CUDA_ERROR_INVALID_HANDLE;
-}
+SD_API CUresult CUDAAPI cuModuleUnload(CUmodule hmod) { return sd_module_free(hmod); }
 
 SD_API CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name) {
-  (void)hmod, (void)name;
-  if (!hfunc) return CUDA_ERROR_INVALID_VALUE;
-  return CUDA_ERROR_INVALID_HANDLE;
+  return sd_module_function(hfunc, hmod, name);
+}
+
+/* ---- libraries: a CUkernel is the same handle as the CUfunction ---------------------------- */
+SD_API CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code,
+                                          CUjit_option *jitOptions, void **jitOptionsValues,
+                                          unsigned int numJitOptions,
+                                          CUlibraryOption *libraryOptions,
+                                          void **libraryOptionValues,
+                                          unsigned int numLibraryOptions) {
+  (void)jitOptions, (void)jitOptionsValues, (void)numJitOptions, (void)libraryOptions;
+  (void)libraryOptionValues, (void)numLibraryOptions;
+  return sd_module_new((void **)library, code);
+}
+
+SD_API CUresult CUDAAPI cuLibraryUnload(CUlibrary library) { return sd_module_free(library); }
+
+SD_API CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name) {
+  return sd_module_function((CUfunction *)pKernel, library, name);
+}
+
+SD_API CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) {
+  if (!pFunc) return CUDA_ERROR_INVALID_VALUE;
+  if (!sc_kernel_registered(sc_func_of((cudaKernel_t)kernel))) return CUDA_ERROR_INVALID_HANDLE;
+  *pFunc = (CUfunction)kernel;
+  return CUDA_SUCCESS;
 }
 
 SD_API CUresult CUDAAPI cuLinkCreate(unsigned int numOptions, CUjit_option *options,
@@ -65,59 +119,43 @@ SD_API CUresult CUDAAPI cuLinkDestroy(CUlinkState state) {
   return CUDA_ERROR_INVALID_HANDLE;
 }
 
-/* ---- functions and launches: no CUfunction can exist ---------------------------------------- */
+/* ---- functions: attributes of registered kernels ----------------------------------------- */
+static bool sd_function_valid(CUfunction f) {
+  return f && sc_kernel_registered(sc_func_of((cudaKernel_t)f));
+}
+
 SD_API CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc) {
-  (void)attrib, (void)hfunc;
   if (!pi) return CUDA_ERROR_INVALID_VALUE;
-  return CUDA_ERROR_INVALID_HANDLE;
+  if (!sd_function_valid(hfunc)) return CUDA_ERROR_INVALID_HANDLE;
+  switch (attrib) { /* the runtime's cudaFuncGetAttributes values */
+  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+  case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 32; break;
+  case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+  case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
+  case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = 48 * 1024; break;
+  default: *pi = 0; break;
+  }
+  return CUDA_SUCCESS;
 }
 
 SD_API CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
-  (void)hfunc, (void)attrib, (void)value;
-  return CUDA_ERROR_INVALID_HANDLE;
+  (void)attrib, (void)value; /* accepted and ignored, as by the runtime */
+  return sd_function_valid(hfunc) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 SD_API CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config) {
-  (void)hfunc, (void)config;
-  return CUDA_ERROR_INVALID_HANDLE;
-}
-
-SD_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                       unsigned int gridDimZ, unsigned int blockDimX,
-                                       unsigned int blockDimY, unsigned int blockDimZ,
-                                       unsigned int sharedMemBytes, CUstream hStream,
-                                       void **kernelParams, void **extra) {
-  (void)f, (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY;
-  (void)blockDimZ, (void)sharedMemBytes, (void)hStream, (void)kernelParams, (void)extra;
-  return CUDA_ERROR_INVALID_HANDLE;
-}
-
-SD_API CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
-                                                  unsigned int gridDimY, unsigned int gridDimZ,
-                                                  unsigned int blockDimX, unsigned int blockDimY,
-                                                  unsigned int blockDimZ,
-                                                  unsigned int sharedMemBytes, CUstream hStream,
-                                                  void **kernelParams) {
-  (void)f, (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY;
-  (void)blockDimZ, (void)sharedMemBytes, (void)hStream, (void)kernelParams;
-  return CUDA_ERROR_INVALID_HANDLE;
+  (void)config;
+  return sd_function_valid(hfunc) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 SD_API CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func,
                                                                     int blockSize,
                                                                     size_t dynamicSMemSize) {
-  (void)func, (void)blockSize, (void)dynamicSMemSize;
-  if (!numBlocks) return CUDA_ERROR_INVALID_VALUE;
-  return CUDA_ERROR_INVALID_HANDLE;
-}
-
-/* ---- memory the driver does not own yet ---------------------------------------------------- */
-/* The runtime's memory is not the driver's until the runtime is built on it. */
-SD_API CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
-                                              CUdeviceptr ptr) {
-  (void)attribute, (void)ptr;
-  if (!data) return CUDA_ERROR_INVALID_VALUE;
-  return CUDA_ERROR_NOT_SUPPORTED;
+  (void)dynamicSMemSize;
+  if (!numBlocks || blockSize <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!sd_function_valid(func)) return CUDA_ERROR_INVALID_HANDLE;
+  *numBlocks = blockSize > 1024 ? 0 : 2048 / blockSize; /* as the runtime's occupancy calls */
+  return CUDA_SUCCESS;
 }
 
 SD_API CUresult CUDAAPI cuTensorMapEncodeTiled(

@@ -1,7 +1,10 @@
-/* test_driver.c: simcuda's driver (libcuda.so.1): one device whose primary context is active,
- * contexts, eight devices (SIMCUDA_DEVICES=8) with a primary context each and a per-thread
- * current context, a bad device count, error strings, cuGetProcAddress's table and version rule, and clean failures for
- * everything that needs device code. */
+/* test_driver.c: simcuda's driver (libcuda.so.1), from a program that links it alone: one device
+ * whose primary context is active, contexts, eight devices (SIMCUDA_DEVICES=8) with a primary
+ * context each and a per-thread current context, a bad device count, error strings, modules and
+ * libraries that find registered kernels by name, and the driver API over the engine: pinned and
+ * device memory, async copies on streams ordered by events, 2D/3D copies, memsets, cuLaunchKernel
+ * and cuLaunchKernelEx of a registered kernel, cuLaunchHostFunc, capture and graphs, both batch
+ * ABIs, pointer attributes, and cuGetProcAddress's version and flag rules. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +12,9 @@
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <cuda.h>
+#include <cudaTypedefs.h>
+#include <dlfcn.h>
+#include <simcuda_kernel.h>
 
 #define CU(call) cr_assert_eq((call), CUDA_SUCCESS, "%s", #call)
 
@@ -59,6 +65,11 @@ Test(driver, error_strings) {
   cr_assert_str_eq(s, "operation not supported");
   CU(cuGetErrorName(CUDA_ERROR_INVALID_DEVICE, &s));
   cr_assert_str_eq(s, "CUDA_ERROR_INVALID_DEVICE");
+  /* Every code the engine's operations return has its name. */
+  CU(cuGetErrorName(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, &s));
+  cr_assert_str_eq(s, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED");
+  CU(cuGetErrorName(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, &s));
+  cr_assert_str_eq(s, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED");
   cr_assert_eq(cuGetErrorString((CUresult)123456, &s), CUDA_ERROR_INVALID_VALUE);
   cr_assert_null(s);
 }
@@ -75,28 +86,39 @@ Test(driver, get_proc_address) {
   cr_assert_eq(cuGetProcAddress("cuLinkCreate", &fn, 5000, 0, &st), CUDA_ERROR_NOT_FOUND);
   cr_assert_eq(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
   cr_assert_null(fn);
-  cr_assert_eq(cuGetProcAddress("cuMemAlloc", &fn, 13000, 0, &st), CUDA_ERROR_NOT_FOUND);
+  cr_assert_eq(cuGetProcAddress("cuNoSuchFunction", &fn, 13000, 0, &st), CUDA_ERROR_NOT_FOUND);
   cr_assert_eq(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
   cr_assert_null(fn);
 }
 
-Test(driver, device_code_fails_cleanly) {
-  CUmodule m = (CUmodule)0x1;
-  CUfunction f = NULL;
+Test(driver, modules_accept_any_image_and_find_kernels_by_name) {
+  CUmodule m = NULL;
+  CUfunction f = NULL, g = NULL;
+  CUlibrary lib = NULL;
+  CUkernel k = NULL;
   CUlinkState ls = NULL;
-  int nb = -1;
-  cr_assert_eq(cuModuleLoadData(&m, "not a cubin"), CUDA_ERROR_NOT_SUPPORTED);
-  cr_assert_eq(cuModuleLoad(&m, "/nonexistent.cubin"), CUDA_ERROR_NOT_SUPPORTED);
-  cr_assert_eq(cuModuleLoadDataEx(&m, "x", 0, NULL, NULL), CUDA_ERROR_NOT_SUPPORTED);
-  cr_assert_eq(cuModuleGetFunction(&f, m, "k"), CUDA_ERROR_INVALID_HANDLE);
+  CU(cuModuleLoadData(&m, "not a cubin"));
+  cr_assert_eq(cuModuleGetFunction(&f, m, "no_such_kernel"), CUDA_ERROR_NOT_FOUND);
+  CU(cuModuleGetFunction(&f, m, "add_kernel"));
+  CU(cuLibraryLoadData(&lib, "any image", NULL, NULL, 0, NULL, NULL, 0));
+  CU(cuLibraryGetKernel(&k, lib, "add_kernel"));
+  CU(cuKernelGetFunction(&g, k));
+  cr_assert_eq(f, g, "a CUkernel and a CUfunction of one kernel are the same handle");
+  size_t off = 1, size = 0;
+  CU(cuFuncGetParamInfo(f, 1, &off, &size));
+  cr_assert_eq(off, 8);
+  cr_assert_eq(size, sizeof(int));
+  cr_assert_eq(cuFuncGetParamInfo(f, 4, &off, &size), CUDA_ERROR_INVALID_VALUE);
+  cr_assert_eq(cuFuncGetParamInfo((CUfunction)&off, 0, &off, &size), CUDA_ERROR_INVALID_HANDLE);
+  int nb = 0;
+  CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&nb, f, 128, 0));
+  cr_assert_eq(nb, 16);
+  CU(cuModuleUnload(m));
   cr_assert_eq(cuModuleUnload(m), CUDA_ERROR_INVALID_HANDLE);
+  CU(cuLibraryUnload(lib));
   cr_assert_eq(cuLinkCreate(0, NULL, NULL, &ls), CUDA_ERROR_NOT_SUPPORTED);
-  cr_assert_eq(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
-  cr_assert_eq(cuOccupancyMaxActiveBlocksPerMultiprocessor(&nb, f, 128, 0),
+  cr_assert_eq(cuLaunchKernel((CUfunction)&off, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL),
                CUDA_ERROR_INVALID_HANDLE);
-  int data = 0;
-  cr_assert_eq(cuPointerGetAttribute(&data, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)&data),
-               CUDA_ERROR_NOT_SUPPORTED);
 }
 
 /* ---- several devices ------------------------------------------------------------------------ */
@@ -185,4 +207,334 @@ Test(driver, bad_device_count_means_no_device, .init = bad) {
   cr_assert_eq(n, 0);
   CUdevice dev;
   cr_assert_eq(cuDeviceGet(&dev, 0), CUDA_ERROR_INVALID_DEVICE);
+}
+
+/* ---- the driver API over the engine ---------------------------------------------------------- */
+/* dst[i] = src[i] + add, for n ints; dst and src are device or pinned memory. */
+SIMCUDA_KERNEL(add_kernel, sizeof(void *), sizeof(int), sizeof(void *), sizeof(size_t)) {
+  int *dst = simcuda_dma(*(int **)launch->args[0]);
+  int add = *(int *)launch->args[1];
+  const int *src = simcuda_dma(*(int **)launch->args[2]);
+  size_t n = *(size_t *)launch->args[3];
+  for (size_t i = 0; i < n; i++) dst[i] = src[i] + add;
+}
+
+static void slow(void) { setenv("SIMCUDA_LATENCY_US", "20000", 1); }
+
+static void *proc(const char *name, int version, cuuint64_t flags) {
+  void *fn = NULL;
+  CUdriverProcAddressQueryResult st;
+  cr_assert_eq(cuGetProcAddress(name, &fn, version, flags, &st), CUDA_SUCCESS, "%s", name);
+  cr_assert_eq(st, CU_GET_PROC_ADDRESS_SUCCESS);
+  return fn;
+}
+
+Test(driver, async_copies_on_streams_ordered_by_events, .init = slow) {
+  enum { N = 1 << 16 };
+  unsigned char *h_in = NULL, *h_out = NULL;
+  CUdeviceptr d = 0;
+  CUstream s1, s2;
+  CUevent ev;
+  CU(cuInit(0));
+  CU(cuMemHostAlloc((void **)&h_in, N, CU_MEMHOSTALLOC_PORTABLE));
+  CU(cuMemAllocHost((void **)&h_out, N));
+  CU(cuMemAlloc(&d, N));
+  CU(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+  CU(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+  CU(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+  memset(h_in, 0x5a, N);
+  memset(h_out, 0, N);
+  CU(cuMemcpyHtoDAsync(d, h_in, N, s1));
+  CU(cuEventRecord(ev, s1));
+  CU(cuStreamWaitEvent(s2, ev, 0));
+  CU(cuMemcpyDtoHAsync(h_out, d, N, s2));
+  /* Both copies are still in flight: 20 ms latency each. */
+  cr_assert_eq(cuEventQuery(ev), CUDA_ERROR_NOT_READY);
+  cr_assert_eq(cuStreamQuery(s2), CUDA_ERROR_NOT_READY);
+  cr_assert_eq(h_out[0], 0, "the device-to-host copy has not run yet");
+  CU(cuStreamSynchronize(s2));
+  CU(cuEventQuery(ev));
+  for (size_t i = 0; i < N; i += 4093) cr_assert_eq(h_out[i], 0x5a);
+  /* The generic copy and a memset, synchronously. */
+  CU(cuMemsetD8(d, 0x11, N));
+  CU(cuMemcpy((CUdeviceptr)h_out, d, N));
+  cr_assert_eq(h_out[N - 1], 0x11);
+  CU(cuCtxSynchronize());
+  CU(cuEventDestroy(ev));
+  CU(cuStreamDestroy(s1));
+  CU(cuStreamDestroy(s2));
+  CU(cuMemFree(d));
+  CU(cuMemFreeHost(h_in));
+  CU(cuMemFreeHost(h_out));
+  cr_assert_eq(cuMemFreeHost(h_out), CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(driver, registered_memory_and_pointer_attributes) {
+  enum { N = 3 * 4096 };
+  unsigned char *buf = aligned_alloc(4096, N);
+  CUdeviceptr d = 0, dp = 0;
+  CU(cuMemAlloc(&d, 4096));
+  CU(cuMemHostRegister(buf, N, CU_MEMHOSTREGISTER_PORTABLE));
+  cr_assert_eq(cuMemHostRegister(buf + 4096, 4096, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  CU(cuMemHostGetDevicePointer(&dp, buf, 0));
+  cr_assert_eq(dp, (CUdeviceptr)buf, "unified addressing: the device uses the host address");
+  unsigned int type = 0;
+  int ordinal = -1;
+  CU(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(buf + 10)));
+  cr_assert_eq(type, CU_MEMORYTYPE_HOST);
+  CU(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d));
+  cr_assert_eq(type, CU_MEMORYTYPE_DEVICE);
+  CU(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, d));
+  cr_assert_eq(ordinal, 0);
+  int local = 0;
+  cr_assert_eq(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)&local),
+               CUDA_ERROR_INVALID_VALUE, "a pointer CUDA does not know");
+  /* cuPointerGetAttributes answers for it instead: type 0. */
+  CUpointer_attribute which[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                 CU_POINTER_ATTRIBUTE_DEVICE_POINTER};
+  CUdeviceptr ptr = 1;
+  void *data[] = {&type, &ptr};
+  CU(cuPointerGetAttributes(2, which, data, (CUdeviceptr)&local));
+  cr_assert_eq(type, 0);
+  cr_assert_eq(ptr, 0);
+  CU(cuMemHostUnregister(buf));
+  cr_assert_eq(cuMemHostUnregister(buf), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+  CU(cuMemFree(d));
+  free(buf);
+}
+
+Test(driver, copies_2d_and_3d) {
+  enum { W = 16, H = 8, PITCH = 32 };
+  unsigned char *h = NULL, *back = NULL;
+  CUdeviceptr d = 0;
+  CU(cuMemHostAlloc((void **)&h, PITCH * H * 2, 0));
+  CU(cuMemHostAlloc((void **)&back, PITCH * H * 2, 0));
+  CU(cuMemAlloc(&d, PITCH * H * 2));
+  for (int i = 0; i < PITCH * H * 2; i++) h[i] = (unsigned char)i;
+  memset(back, 0, PITCH * H * 2);
+  CUDA_MEMCPY2D p2 = {0};
+  p2.srcMemoryType = CU_MEMORYTYPE_HOST, p2.srcHost = h, p2.srcPitch = PITCH;
+  p2.dstMemoryType = CU_MEMORYTYPE_DEVICE, p2.dstDevice = d, p2.dstPitch = PITCH;
+  p2.WidthInBytes = W, p2.Height = H;
+  CU(cuMemcpy2DAsync(&p2, NULL));
+  CUDA_MEMCPY3D p3 = {0};
+  p3.srcMemoryType = CU_MEMORYTYPE_DEVICE, p3.srcDevice = d, p3.srcPitch = PITCH;
+  p3.srcHeight = H;
+  p3.dstMemoryType = CU_MEMORYTYPE_UNIFIED, p3.dstDevice = (CUdeviceptr)back;
+  p3.dstPitch = PITCH, p3.dstHeight = H;
+  p3.WidthInBytes = W, p3.Height = H, p3.Depth = 1;
+  CU(cuMemcpy3D(&p3));
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < PITCH; x++)
+      cr_assert_eq(back[y * PITCH + x], x < W ? h[y * PITCH + x] : 0, "(%d,%d)", x, y);
+  p2.WidthInBytes = PITCH + 1; /* wider than the pitch */
+  cr_assert_eq(cuMemcpy2D(&p2), CUDA_ERROR_INVALID_VALUE);
+  CU(cuMemFree(d));
+  CU(cuMemFreeHost(h));
+  CU(cuMemFreeHost(back));
+}
+
+typedef struct order_log {
+  int seen[4];
+  int n;
+} order_log;
+static order_log g_log;
+static void log_one(void *p) { g_log.seen[g_log.n++] = (int)(intptr_t)p; }
+
+Test(driver, launch_kernel_and_host_functions_in_stream_order, .init = slow) {
+  enum { N = 1024 };
+  int *h = NULL, *out = NULL;
+  CUdeviceptr d = 0;
+  CUstream s;
+  CUmodule m;
+  CUfunction f;
+  CU(cuModuleLoadData(&m, "image"));
+  CU(cuModuleGetFunction(&f, m, "add_kernel"));
+  CU(cuMemHostAlloc((void **)&h, N * sizeof(int), 0));
+  CU(cuMemHostAlloc((void **)&out, N * sizeof(int), 0));
+  CU(cuMemAlloc(&d, N * sizeof(int)));
+  CU(cuStreamCreate(&s, 0));
+  for (int i = 0; i < N; i++) h[i] = i;
+  int add = 7;
+  size_t n = N;
+  void *dptr = (void *)d;
+  void *args[] = {&dptr, &add, &h, &n};
+  CU(cuLaunchHostFunc(s, log_one, (void *)1));
+  CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+  add = 1000; /* parameters were copied at launch */
+  CU(cuLaunchHostFunc(s, log_one, (void *)2));
+  /* cuLaunchKernelEx: out = d + 1, on the same stream. */
+  CUlaunchConfig cfg = {0};
+  cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.hStream = s;
+  int one = 1;
+  void *args2[] = {&out, &one, &dptr, &n};
+  CU(cuLaunchKernelEx(&cfg, f, args2, NULL));
+  cr_assert_eq(g_log.n, 0, "nothing ran yet");
+  CU(cuStreamSynchronize(s));
+  cr_assert_eq(g_log.n, 2);
+  cr_assert_eq(g_log.seen[0], 1);
+  cr_assert_eq(g_log.seen[1], 2);
+  for (int i = 0; i < N; i++) cr_assert_eq(out[i], i + 8, "out[%d] = %d", i, out[i]);
+  cr_assert_eq(cuLaunchKernel(f, 0, 1, 1, 1, 1, 1, 0, s, args, NULL), CUDA_ERROR_INVALID_VALUE,
+               "an empty grid");
+  cr_assert_eq(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, args), CUDA_ERROR_NOT_SUPPORTED,
+               "extra is not simulated");
+  CU(cuStreamDestroy(s));
+  CU(cuMemFree(d));
+  CU(cuMemFreeHost(h));
+  CU(cuMemFreeHost(out));
+  CU(cuModuleUnload(m));
+}
+
+Test(driver, capture_records_and_the_graph_replays, .init = slow) {
+  unsigned char *h = NULL, *back = NULL;
+  CUdeviceptr d = 0;
+  CUstream s;
+  CUgraph g = NULL;
+  CUgraphExec e = NULL;
+  CUstreamCaptureStatus st;
+  CU(cuMemHostAlloc((void **)&h, 64, 0));
+  CU(cuMemHostAlloc((void **)&back, 64, 0));
+  CU(cuMemAlloc(&d, 64));
+  CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  memset(h, 1, 64);
+  memset(back, 0, 64);
+  CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CU(cuStreamIsCapturing(s, &st));
+  cr_assert_eq(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  CU(cuMemcpyHtoDAsync(d, h, 64, s));
+  CU(cuMemcpyDtoHAsync(back, d, 64, s));
+  CU(cuStreamEndCapture(s, &g));
+  CU(cuStreamSynchronize(s));
+  cr_assert_eq(back[0], 0, "captured copies are recorded, not executed");
+  memset(h, 2, 64); /* a captured copy reads its source at each launch */
+  CU(cuGraphInstantiate(&e, g, 0));
+  CU(cuGraphLaunch(e, s));
+  CU(cuStreamSynchronize(s));
+  cr_assert_eq(back[63], 2);
+  /* A sync on a capturing stream fails and invalidates the capture. */
+  CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+  cr_assert_eq(cuStreamSynchronize(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  CUgraph g2 = NULL;
+  cr_assert_eq(cuStreamEndCapture(s, &g2), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  CU(cuGraphExecDestroy(e));
+  CU(cuGraphDestroy(g));
+  CU(cuStreamDestroy(s));
+  CU(cuMemFree(d));
+  CU(cuMemFreeHost(h));
+  CU(cuMemFreeHost(back));
+}
+
+/* The batch copy's two ABIs, as cuGetProcAddress hands them out by version. */
+Test(driver, batch_copies_in_both_abis) {
+  enum { N = 256 };
+  PFN_cuMemcpyBatchAsync_v12080 b12 = proc("cuMemcpyBatchAsync", 12080, 0);
+  PFN_cuMemcpyBatchAsync_v13000 b13 = proc("cuMemcpyBatchAsync", 13000, 0);
+  cr_assert_neq((void *)b12, (void *)b13, "two ABIs, two functions");
+  cr_assert_eq((void *)b13, (void *)cuMemcpyBatchAsync_v2);
+  unsigned char *h = NULL, *back = NULL;
+  CUdeviceptr d = 0;
+  CUstream s;
+  CU(cuMemHostAlloc((void **)&h, N, 0));
+  CU(cuMemHostAlloc((void **)&back, N, 0));
+  CU(cuMemAlloc(&d, N));
+  CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  memset(h, 0x33, N);
+  memset(back, 0, N);
+  CUmemcpyAttributes attr = {0};
+  attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  size_t idx = 0, fail = 12345, size = N;
+  CUdeviceptr dst = d, src = (CUdeviceptr)h;
+  CU(b12(&dst, &src, &size, 1, &attr, &idx, 1, &fail, s));
+  dst = (CUdeviceptr)back, src = d;
+  CU(b13(&dst, &src, &size, 1, &attr, &idx, 1, s));
+  CU(cuStreamSynchronize(s));
+  cr_assert_eq(back[N - 1], 0x33);
+  /* The 12.8 ABI reports which copy was bad. */
+  CUdeviceptr dsts[2] = {d, 0}, srcs[2] = {(CUdeviceptr)h, (CUdeviceptr)h};
+  size_t sizes[2] = {N, N};
+  cr_assert_eq(b12(dsts, srcs, sizes, 2, &attr, &idx, 1, &fail, s), CUDA_ERROR_INVALID_VALUE);
+  cr_assert_eq(fail, 1);
+  /* Both refuse the legacy stream. */
+  cr_assert_eq(b13(&dst, &src, &size, 1, &attr, &idx, 1, NULL), CUDA_ERROR_INVALID_VALUE);
+  CU(cuStreamDestroy(s));
+  CU(cuMemFree(d));
+  CU(cuMemFreeHost(h));
+  CU(cuMemFreeHost(back));
+}
+
+Test(driver, get_proc_address_versions_and_flags) {
+  void *self = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  cr_assert_not_null(self);
+  const cuuint64_t PT = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+  /* Per-thread variants by flag, plain ones otherwise. */
+  cr_assert_eq(proc("cuMemcpyAsync", 13000, PT), dlsym(self, "cuMemcpyAsync_ptsz"));
+  cr_assert_eq(proc("cuMemcpyAsync", 13000, 0), dlsym(self, "cuMemcpyAsync"));
+  cr_assert_eq(proc("cuMemcpyAsync", 13000, CU_GET_PROC_ADDRESS_LEGACY_STREAM),
+               dlsym(self, "cuMemcpyAsync"));
+  cr_assert_eq(proc("cuMemcpyHtoDAsync", 3020, PT), dlsym(self, "cuMemcpyHtoDAsync_v2_ptsz"));
+  cr_assert_eq(proc("cuMemcpyHtoDAsync", 13000, 0), dlsym(self, "cuMemcpyHtoDAsync_v2"));
+  cr_assert_eq(proc("cuMemcpyDtoHAsync", 12000, PT), dlsym(self, "cuMemcpyDtoHAsync_v2_ptsz"));
+  cr_assert_eq(proc("cuMemcpy2DAsync", 13000, PT), dlsym(self, "cuMemcpy2DAsync_v2_ptsz"));
+  cr_assert_eq(proc("cuMemcpy3DAsync", 13000, 0), dlsym(self, "cuMemcpy3DAsync_v2"));
+  cr_assert_eq(proc("cuMemcpyBatchAsync", 12080, PT), dlsym(self, "cuMemcpyBatchAsync_ptsz"));
+  cr_assert_eq(proc("cuMemcpyBatchAsync", 13000, PT), dlsym(self, "cuMemcpyBatchAsync_v2_ptsz"));
+  cr_assert_eq(proc("cuMemcpy", 13000, PT), dlsym(self, "cuMemcpy_ptds"));
+  cr_assert_eq(proc("cuMemsetD8", 13000, PT), dlsym(self, "cuMemsetD8_v2_ptds"));
+  cr_assert_eq(proc("cuLaunchKernel", 13000, PT), dlsym(self, "cuLaunchKernel_ptsz"));
+  cr_assert_eq(proc("cuLaunchKernelEx", 13000, PT), dlsym(self, "cuLaunchKernelEx_ptsz"));
+  cr_assert_eq(proc("cuStreamSynchronize", 13000, PT), dlsym(self, "cuStreamSynchronize_ptsz"));
+  cr_assert_eq(proc("cuEventRecord", 13000, PT), dlsym(self, "cuEventRecord_ptsz"));
+  cr_assert_eq(proc("cuLaunchHostFunc", 13000, PT), dlsym(self, "cuLaunchHostFunc_ptsz"));
+  cr_assert_eq(proc("cuStreamBeginCapture", 13000, PT),
+               dlsym(self, "cuStreamBeginCapture_v2_ptsz"));
+  /* A function without a per-thread variant is the same under either flag. */
+  cr_assert_eq(proc("cuMemHostAlloc", 13000, PT), (void *)cuMemHostAlloc);
+  cr_assert_eq(proc("cuMemHostRegister", 13000, PT), (void *)cuMemHostRegister_v2);
+  cr_assert_eq(proc("cuMemAlloc", 3020, 0), (void *)cuMemAlloc_v2);
+  /* The ABI a version knows. */
+  cr_assert_eq(proc("cuCtxSynchronize", 12080, 0), (void *)cuCtxSynchronize);
+  cr_assert_eq(proc("cuCtxSynchronize", 13000, 0), (void *)cuCtxSynchronize_v2);
+  cr_assert_eq(proc("cuEventElapsedTime", 12000, 0), dlsym(self, "cuEventElapsedTime"));
+  cr_assert_eq(proc("cuEventElapsedTime", 12080, 0), (void *)cuEventElapsedTime_v2);
+  cr_assert_eq(proc("cuGetProcAddress", 12000, 0), (void *)cuGetProcAddress_v2);
+  /* Below the version that introduced a function: not found, and why. */
+  struct {
+    const char *name;
+    int version;
+  } early[] = {{"cuMemcpyBatchAsync", 12070}, {"cuMemHostRegister", 6000},
+               {"cuMemcpyHtoDAsync", 3010},   {"cuLaunchHostFunc", 9020},
+               {"cuFuncGetParamInfo", 12030}, {"cuStreamBeginCapture", 10000}};
+  for (size_t i = 0; i < sizeof early / sizeof early[0]; i++) {
+    void *fn = (void *)1;
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
+    cr_assert_eq(cuGetProcAddress(early[i].name, &fn, early[i].version, 0, &st),
+                 CUDA_ERROR_NOT_FOUND, "%s at %d", early[i].name, early[i].version);
+    cr_assert_eq(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+    cr_assert_null(fn);
+  }
+  void *fn = NULL;
+  cr_assert_eq(cuGetProcAddress("cuMemcpyAsync", &fn, 13000, 4, NULL), CUDA_ERROR_INVALID_VALUE,
+               "unknown flags");
+  dlclose(self);
+}
+
+/* A driver call's failure is the driver's: it does not become the runtime's last error, and
+ * SIMCUDA_FAIL names driver functions by their base name (a _ptsz variant counts under it). */
+static void fail_driver(void) { setenv("SIMCUDA_FAIL", "cuMemcpyAsync:2,cuMemHostAlloc:1=2", 1); }
+
+Test(driver, fault_injection_by_driver_name, .init = fail_driver) {
+  void *p = (void *)0x1;
+  cr_assert_eq(cuMemHostAlloc(&p, 4096, 0), CUDA_ERROR_OUT_OF_MEMORY);
+  cr_assert_eq(p, (void *)0x1, "no side effect");
+  CU(cuMemHostAlloc(&p, 4096, 0));
+  CUresult (*async_ptsz)(CUdeviceptr, CUdeviceptr, size_t, CUstream) =
+      proc("cuMemcpyAsync", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+  CU(cuMemcpyAsync((CUdeviceptr)p, (CUdeviceptr)p, 16, NULL));
+  cr_assert_eq(async_ptsz((CUdeviceptr)p, (CUdeviceptr)p, 16, NULL), CUDA_ERROR_INVALID_VALUE);
+  CU(async_ptsz((CUdeviceptr)p, (CUdeviceptr)p, 16, NULL));
+  CU(cuCtxSynchronize());
+  CU(cuMemFreeHost(p));
 }
