@@ -1,7 +1,9 @@
 /* pg_static_cudart.c: finds statically linked CUDA runtimes (nvcc links libcudart_static.a by
- * default). Their CUDA calls never reach libcudart.so, so pinguard cannot see them; until it
- * interposes the driver, it says so: the first such object with a full warning, later ones
- * counted in one line per check (each named at verbosity=1; PyTorch's wheels carry a dozen). Loaded objects are checked at
+ * default). Their CUDA calls never reach libcudart.so: pinguard sees them only where they reach
+ * the driver (pg_cu_entry.c hands such a runtime the driver wrappers of pg_cu_api.c), which covers
+ * less than the runtime layer does, so it says so: the first such object with a full warning,
+ * later ones counted in one line per check (each named at verbosity=1; PyTorch's wheels carry a
+ * dozen). Loaded objects are checked at
  * start-up, and the ones loaded since (dlopen) when tracking starts and at exit. No CUDA call,
  * no malloc: section headers are read from each object's file, then the object's own .rodata is
  * searched in memory for a string only the CUDA runtime carries. */
@@ -138,9 +140,10 @@ static void found(const char *path, walk_t *w) {
   }
   named_one = true;
   pg_shim_warn("%s contains a statically linked CUDA runtime (libcudart_static.a, nvcc's "
-               "default): its CUDA calls do not go through libcudart.so, so pinguard cannot "
-               "see or check them; link it with the shared runtime (nvcc -cudart shared)",
-               path);
+               "default): pinguard sees its calls only through the driver API (pinning, "
+               "asynchronous 1D copies, kernel launches, events and synchronization), not its "
+               "2D/3D and batched copies, host functions or graphs; link it with the shared "
+               "runtime (nvcc -cudart shared) for all of them", path);
 }
 
 static int check_object(struct dl_phdr_info *info, size_t size, void *data) {
@@ -187,7 +190,7 @@ void pg_shim_check_static_runtimes(void) {
     dl_iterate_phdr(check_object, &w);
     if (w.unnamed)
       pg_shim_warn("%u more loaded object%s a statically linked CUDA runtime, whose CUDA calls "
-                   "pinguard cannot see (verbosity=1 names each)",
+                   "pinguard sees only through the driver API (verbosity=1 names each)",
                    w.unnamed, w.unnamed == 1 ? " carries" : "s carry");
   }
   atomic_flag_clear(&walking);

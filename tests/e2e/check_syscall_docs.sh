@@ -7,7 +7,7 @@ lib=$1 doc=$2
 libc=$(ldd "$lib" | awk '/libc\.so/ {print $3}')
 [ -r "$libc" ] || { echo "FAIL: cannot find the libc $lib uses"; exit 1; }
 exported=$(nm -D --defined-only "$lib" | awk '{print $3}' | sed 's/@.*//' |
-           grep -Ev '^(cuda|__cuda|pinguard_|_init$|_fini$|sigaction$|signal$)' | sort -u)
+           grep -Ev '^(cuda|__cuda|cu[A-Z]|pinguard_|_init$|_fini$|sigaction$|signal$|dlsym$)' | sort -u)
 # The "Checked" lists: from the section's first **Checked** up to **Safe without an interposer**.
 listed=$(sed -n '/^## System calls/,/^## /p' "$doc" |
          sed -n '/^\*\*Checked\*\*/,/^\*\*Safe without/p' | sed '$d' | grep -o '`[A-Za-z0-9_]*`' | tr -d '`' | sort -u)
