@@ -46,8 +46,11 @@ static atomic_int sc_stream_count;
 static sc_stream *sc_legacy[SC_MAX_DEVICES];
 static pthread_once_t sc_legacy_once = PTHREAD_ONCE_INIT;
 static pthread_key_t sc_tls_key;
-/* This thread's per-thread streams, one per device; the key's value is this array. */
-static _Thread_local sc_stream *sc_tls_streams[SC_MAX_DEVICES];
+/* This thread's per-thread streams, one per device: the key's value is a heap array of them. Not
+ * a _Thread_local array: the engine lives in libcuda.so.1, which the runtime dlopens, so its TLS
+ * is dynamic (malloc'd by the loader), and the destructor below runs after ThreadSanitizer's
+ * thread-finish; a TLS write there would race, for TSAN, with the loader freeing that TLS when a
+ * new thread reuses the stack. */
 /* cudaThreadExchangeStreamCaptureMode: this thread's interaction mode (global by default). */
 static _Thread_local enum cudaStreamCaptureMode sc_thread_capture_mode = cudaStreamCaptureModeGlobal;
 
@@ -172,11 +175,9 @@ void sc_stream_close(sc_stream *s) {
  * destructor on this thread gets a fresh one (and this destructor runs again for it). */
 static void sc_tls_destroy(void *p) {
   sc_stream **streams = p;
-  for (int d = 0; d < SC_MAX_DEVICES; d++) {
-    sc_stream *s = streams[d];
-    streams[d] = NULL;
-    if (s) sc_stream_close(s);
-  }
+  for (int d = 0; d < SC_MAX_DEVICES; d++)
+    if (streams[d]) sc_stream_close(streams[d]);
+  free(streams);
 }
 
 /* Every device's legacy stream exists from the start (a worker only once it gets work). */
@@ -191,12 +192,19 @@ sc_stream *sc_get_legacy(int device) {
 }
 
 static sc_stream *sc_get_per_thread(int device) {
-  if (!sc_tls_streams[device]) {
-    pthread_once(&sc_legacy_once, sc_legacy_init);
-    sc_tls_streams[device] = sc_stream_new(0, 0, false, true, device);
-    if (sc_tls_streams[device]) pthread_setspecific(sc_tls_key, sc_tls_streams);
+  pthread_once(&sc_legacy_once, sc_legacy_init);
+  sc_stream **streams = pthread_getspecific(sc_tls_key);
+  if (!streams) {
+    /* The first per-thread stream of this thread, or again after the destructor ran (the key's
+     * value is NULL then). */
+    streams = calloc(SC_MAX_DEVICES, sizeof *streams);
+    if (!streams || pthread_setspecific(sc_tls_key, streams) != 0) {
+      free(streams);
+      return NULL;
+    }
   }
-  return sc_tls_streams[device];
+  if (!streams[device]) streams[device] = sc_stream_new(0, 0, false, true, device);
+  return streams[device];
 }
 
 sc_stream *sc_stream_get(cudaStream_t h, bool ptsz, cudaError_t *err) {

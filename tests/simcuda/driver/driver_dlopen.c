@@ -60,6 +60,7 @@ static struct {
   PFN_cuLaunchKernel_v7000_ptsz launch;
   PFN_cuLibraryLoadData_v12000 libLoad;
   PFN_cuLibraryGetKernel_v12000 libKernel;
+  PFN_cuLibraryUnload_v12000 libUnload;
 } d;
 
 static void *(*g_dma)(const void *); /* simcuda_dma, from the same handle */
@@ -143,6 +144,7 @@ int main(void) {
   d.launch = get("cuLaunchKernel", PT);
   d.libLoad = get("cuLibraryLoadData", 0);
   d.libKernel = get("cuLibraryGetKernel", 0);
+  d.libUnload = get("cuLibraryUnload", 0);
   if (g_failures) return 1;
   /* The _ptsz pointers are the per-thread variants, not the legacy-stream ones. */
   if ((void *)d.htod != dlsym(lib, "cuMemcpyHtoDAsync_v2_ptsz")) FAIL("htod is not the _ptsz variant");
@@ -155,6 +157,7 @@ int main(void) {
   pthread_t t[NTHREADS];
   for (int i = 0; i < NTHREADS; i++) pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
   for (int i = 0; i < NTHREADS; i++) pthread_join(t[i], NULL);
+  CALL(d.libUnload(l));
   if (g_failures) return 1;
   printf("driver_dlopen: %d threads, every byte right\n", NTHREADS);
   return 0;

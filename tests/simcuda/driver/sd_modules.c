@@ -4,36 +4,49 @@
  * any image, and a function is looked up in it by the name a kernel was registered under
  * (cuModuleGetFunction, cuLibraryGetKernel). The JIT linker still fails cleanly
  * (CUDA_ERROR_NOT_SUPPORTED). */
-#include <stdatomic.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "sd_internal.h"
 
-#define SD_MODULE_MAGIC 0x5d30d01eu
-
-/* A module and a library are the same object: a handle that names no code. */
+/* A module and a library are the same object: a handle that names no code. The live ones are
+ * listed, so a stale or made-up handle is recognized without touching it. */
 typedef struct sd_module {
-  _Atomic unsigned magic;
+  struct sd_module *next;
 } sd_module;
 
+static pthread_mutex_t sd_modules_mu = PTHREAD_MUTEX_INITIALIZER;
+static sd_module *sd_modules;
+
 static CUresult sd_module_new(void **out, const void *image) {
-  if (!out) return CUDA_ERROR_INVALID_VALUE;
-  if (!image) return CUDA_ERROR_INVALID_VALUE;
+  if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
   sd_module *m = calloc(1, sizeof *m);
   if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
-  atomic_init(&m->magic, SD_MODULE_MAGIC);
+  pthread_mutex_lock(&sd_modules_mu);
+  m->next = sd_modules;
+  sd_modules = m;
+  pthread_mutex_unlock(&sd_modules_mu);
   *out = m;
   return CUDA_SUCCESS;
 }
 
 static bool sd_module_valid(const void *h) {
-  return h && atomic_load(&((const sd_module *)h)->magic) == SD_MODULE_MAGIC;
+  pthread_mutex_lock(&sd_modules_mu);
+  const sd_module *m = sd_modules;
+  while (m && m != h) m = m->next;
+  pthread_mutex_unlock(&sd_modules_mu);
+  return h && m;
 }
 
 static CUresult sd_module_free(void *h) {
-  if (!sd_module_valid(h)) return CUDA_ERROR_INVALID_HANDLE;
-  atomic_store(&((sd_module *)h)->magic, 0);
-  free(h);
+  pthread_mutex_lock(&sd_modules_mu);
+  sd_module **pp = &sd_modules;
+  while (*pp && *pp != h) pp = &(*pp)->next;
+  sd_module *m = *pp;
+  if (m) *pp = m->next;
+  pthread_mutex_unlock(&sd_modules_mu);
+  if (!h || !m) return CUDA_ERROR_INVALID_HANDLE;
+  free(m);
   return CUDA_SUCCESS;
 }
 
