@@ -174,19 +174,26 @@ for ((r = 1; r <= reps; r++)); do
 done
 
 # ---- 4. the engine: kvxfer store + retrieve, default simcuda latency -------------------------
-engine_round() { # group model chunks repetition
-  local group=$1 model=$2 n=$3 r=$4
+engine_round() { # group model chunks repetition [devices]
+  local group=$1 model=$2 n=$3 r=$4 devices=${5:-1}
+  local dev_env=() dev_args=()
+  if [ "$devices" -gt 1 ]; then dev_env=(SIMCUDA_DEVICES="$devices"); dev_args=(--devices "$devices"); fi
   for m in $(rotate "$r" none audit enforce auditg guard syncall); do
     local mm=$m extra=()
     if [ "$m" = syncall ]; then mm=none; extra=(--sync=device); fi
     # shellcheck disable=SC2046
-    record "$group" "$m" $(mode_env "$mm") -- \
-      "$kvxfer" --json --model "$model" --chunks "$n" "${extra[@]}"
+    record "$group" "$m" "${dev_env[@]}" $(mode_env "$mm") -- \
+      "$kvxfer" --json --model "$model" --chunks "$n" "${dev_args[@]}" "${extra[@]}"
   done
 }
 progress "engine, default geometry ($reps repetitions)"
 "$kvxfer" --chunks "$chunks" >/dev/null 2>&1 || true   # discarded, as above
 for ((r = 1; r <= reps; r++)); do engine_round engine_small small "$chunks" "$r"; done
+# Eight engines at once, each on its own simulated device and thread, sharing one pinned
+# allocator (kvxfer --devices 8): the same bytes in all, chunks/8 chunks per engine (at least 4).
+dev8_chunks=$((chunks / 8 > 4 ? chunks / 8 : 4))
+progress "engine, 8 devices ($reps repetitions)"
+for ((r = 1; r <= reps; r++)); do engine_round engine_dev8 small "$dev8_chunks" "$r" 8; done
 avail_kb=$(awk '/MemAvailable/ {print $2}' /proc/meminfo 2>/dev/null || echo 0)
 # llama3-8b holds about 3 x chunks x 32 MiB (cache, store copy, pageable buffers) plus staging.
 if [ "$llama_chunks" -gt 0 ] && [ "$avail_kb" -gt $((llama_chunks * 3 * 32 * 1024 + 2097152)) ]
