@@ -77,6 +77,14 @@ void fz_op_format(const fz_op_t *op, char *buf, size_t cap);
 void fz_ops_write(FILE *f, const fz_ops_t *ops);
 int fz_ops_read(FILE *f, fz_ops_t *ops); /* 0, or -1 on a malformed line */
 
+/* Whether ops may use the current device's legacy stream (handle cudaStreamLegacy): with several
+ * devices, in turn-taking runs (the legacy streams are every thread's), when the streams and one
+ * legacy stream per device fit the model's clocks. A stream argument equal to cfg->streams names
+ * it. */
+static inline bool fz_legacy(const fz_cfg_t *c) {
+  return c->devices > 1 && !c->concurrent && c->streams + c->devices <= FZ_MAXS;
+}
+
 /* The generator: a pure function of the seed and the configuration. */
 void fz_generate(uint64_t seed, const fz_cfg_t *cfg, fz_ops_t *out);
 

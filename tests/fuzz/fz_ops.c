@@ -122,7 +122,7 @@ void fz_generate(uint64_t seed, const fz_cfg_t *cfg, fz_ops_t *out) {
     if (needs_buf && nlive == 0) code = FZ_ALLOC;
     if (code == FZ_ALLOC && nfree == 0) code = cfg->excluded[FZ_CPU] ? FZ_SQUERY : FZ_CPU;
     op.code = code;
-    int s = below(&r, cfg->streams), slot = nlive ? live[below(&r, nlive)] : 0;
+    int s = below(&r, cfg->streams + fz_legacy(cfg)), slot = nlive ? live[below(&r, nlive)] : 0;
     int size = (int)(pages[slot] * FZ_PAGE);
     switch (code) {
       case FZ_ALLOC:
