@@ -89,6 +89,7 @@ static void fill_gpu(pg_gpu_access_t *g, const pg_access_t *a, uint64_t now) {
   g->addr = a->lo;
   g->len = a->hi - a->lo;
   g->stream = (const void *)a->stream;
+  g->device = a->device;
   g->age_ns = now > a->enqueue_ns ? now - a->enqueue_ns : 0;
   g->stack = &a->stack;
 }

@@ -61,6 +61,9 @@ static bool start_tracking(void) {
       .stream_is_capturing = PG_REAL(cudaStreamIsCapturing),
       .pointer_get_attributes = PG_REAL(cudaPointerGetAttributes),
       .get_device = PG_REAL(cudaGetDevice),
+      .get_device_count = PG_REAL(cudaGetDeviceCount),
+      .set_device = PG_REAL(cudaSetDevice),
+      .stream_get_device = PG_REAL(cudaStreamGetDevice),
   };
   pg_devops_t ops = pg_devops_runtime(&rt);
   /* The fault handler goes in before the first page can be protected. */

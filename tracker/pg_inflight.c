@@ -272,7 +272,7 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
     }
     a->pub = (pg_access_t){
         .id = id, .op = op, .lo = plo[ok], .hi = phi[ok], .dir = dir, .stream = stream,
-        .stream_id = st->id, .seq = seq, .event = ev, .enqueue_ns = t,
+        .stream_id = st->id, .device = LD(st->device), .seq = seq, .event = ev, .enqueue_ns = t,
         .region_base = h->base, .region_size = h->end - h->base,
     };
     if (origin) a->pub.origin = *origin;

@@ -72,6 +72,7 @@ typedef struct pg_access {
   pg_dir_t dir;
   cudaStream_t stream;  /* as passed to pg_access_begin */
   uint32_t stream_id;   /* dense id (vector clock index) */
+  int device;           /* the stream's device */
   uint64_t seq;         /* position in the stream's order */
   cudaEvent_t event;    /* recorded on the stream right after the access was enqueued */
   uint64_t enqueue_ns;  /* CLOCK_MONOTONIC */
@@ -114,7 +115,7 @@ void pg_hb_enqueue(cudaStream_t s);
 /* Host syncs come in two halves, because other threads may enqueue while the call blocks: the
  * snapshot (thread-local) is taken before the real call and learned after it succeeded. */
 void pg_hb_sync_prepare(cudaStream_t s);      /* before cudaStreamSynchronize / cudaStreamQuery */
-void pg_hb_sync_prepare_device(void);         /* before cudaDeviceSynchronize */
+void pg_hb_sync_prepare_device(void);  /* before cudaDeviceSynchronize: the current device's */
 void pg_hb_sync_done(int succeeded);          /* after either */
 
 /* ---- host functions: CPU work a stream runs in its own order -------------------------------

@@ -19,6 +19,9 @@ extern __thread int pg_hash_oom; /* set when a uthash add could not allocate */
 /* Dense stream ids index the vector clocks; id 0 is never used. Beyond this many streams alive
  * at once, new streams are not tracked. */
 #define PG_MAX_STREAMS 512
+/* Devices with ordinals at or beyond this one are not tracked (their default streams resolve to
+ * no state, as when out of stream ids). */
+#define PG_MAX_DEVICES 64
 
 /* A region's in-flight set keeps its first slots inside the record (one cache line), and adds a
  * uthash by address once it holds PG_HASH_SLOTS distinct starts. */
@@ -120,6 +123,7 @@ struct pg_stream {
   atomic_bool blocking;        /* not cudaStreamNonBlocking: ordered by the legacy stream */
   atomic_bool legacy;          /* the legacy default stream */
   atomic_bool dead;            /* destroyed (or its thread exited); recycled once drained */
+  atomic_int device;           /* the device it belongs to (its events are created there) */
   bool recycled;               /* on the free list (stream map lock) */
   pthread_mutex_t mu;          /* protects the FIFO, pools, and writes to vc */
   _Atomic uint64_t vc[PG_MAX_STREAMS]; /* vc[id] is this stream's own sequence */
@@ -130,7 +134,7 @@ struct pg_stream {
   size_t npool, cap_pool;      /* cap_pool >= nevents: returning one never grows the pool */
   size_t nevents;              /* events this stream owns: idle in the pool or its accesses' */
   pg_acc_t *free_accs;
-  UT_hash_handle hh;           /* stream map, keyed by handle */
+  UT_hash_handle hh;           /* stream map, keyed by handle (default streams are not in it) */
   pg_stream_t *next_free;
 };
 
@@ -140,12 +144,16 @@ extern __thread bool pg_t_in_hostfn;
 extern __thread pg_hostfn_pos_t pg_t_hostfn;
 extern _Atomic(pg_stream_t *) pg_streams_by_id[PG_MAX_STREAMS];
 extern atomic_uint pg_nids;    /* ids in use are 1 .. pg_nids-1 */
-extern _Atomic(pg_stream_t *) pg_legacy;
-extern _Atomic uint64_t pg_legacy_version;
+/* Each device's legacy stream, and a version that moves with its clock. */
+extern _Atomic(pg_stream_t *) pg_legacy[PG_MAX_DEVICES];
+extern _Atomic uint64_t pg_legacy_version[PG_MAX_DEVICES];
 
-/* The state for a stream handle (0 and cudaStreamLegacy are the legacy stream,
- * cudaStreamPerThread the calling thread's); NULL when out of ids or memory. */
+/* The state for a stream handle (0 and cudaStreamLegacy are the current device's legacy stream,
+ * cudaStreamPerThread the calling thread's on the current device); NULL when out of ids or
+ * memory, or the device is beyond PG_MAX_DEVICES. */
 pg_stream_t *pg_stream_get(cudaStream_t s);
+/* The calling thread's current device: 0 without asking while the process has one device. */
+int pg_current_device(void);
 /* Applies the legacy default stream's implicit ordering to an op about to be enqueued on st.
  * st->mu held. */
 void pg_stream_legacy_sync(pg_stream_t *st);
