@@ -238,6 +238,34 @@ Test(tracker_inflight, uncounted_pieces_skip_the_retire_hook) {
   hook_counts = true;
 }
 
+/* The begin hook protects the piece's pages: from then on a CPU access faults, and the fault
+ * handler asks the in-flight table about the page. The piece must already be there, or the
+ * handler finds nothing and opens the page while the device access is in flight (a false
+ * negative for that access and every later one to the page). The hook queries as the handler
+ * would at that moment. */
+static size_t seen_at_begin;
+static bool query_at_begin(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, void *ctx) {
+  (void)dir;
+  (void)ctx;
+  pg_access_t out[4];
+  seen_at_begin = pg_inflight_query((const void *)*lo, *hi - *lo, 0, out, 4);
+  return true;
+}
+static void retire_nothing(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx) {
+  (void)lo, (void)hi, (void)dir, (void)ctx;
+}
+
+Test(tracker_inflight, piece_is_indexed_before_the_begin_hook_protects_it) {
+  pg_tracker_set_hooks(query_at_begin, retire_nothing, NULL);
+  tt_close_gate(s1);
+  seen_at_begin = 99;
+  cr_assert_eq(tt_copy_h2d(dev, buf, 8192, s1), 1);
+  cr_assert_eq(seen_at_begin, 1, "a fault right after the protection must find the access");
+  tt_open_gates();
+  tt_stream_sync(s1);
+  pg_tracker_set_hooks(NULL, NULL, NULL);
+}
+
 Test(tracker_inflight, stack_and_time_are_kept) {
   pg_stack_t st = {.depth = 1, .tid = 3, .pc = {(void *)0xabc}};
   tt_close_gate(s1);
