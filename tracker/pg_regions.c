@@ -356,14 +356,14 @@ int pg_region_find(const void *p, pg_region_t *out) {
  * - the last few regions found *alone*: a region no other region overlaps answers, by itself,
  *   every range inside it (a hit costs a few compares, not a walk);
  * - the last answer for one exact range (any number of regions, up to MEMO_HITS). */
-#define SOLO_CACHE 8
+#define SOLO_CACHE 16
 static __thread struct {
   unsigned long seq;           /* 0: empty (a reader's sequence is never 0 after a fill) */
   uintptr_t base, end;
   pg_region_rec_t *rec;
   uint64_t gen;
 } t_solo[SOLO_CACHE];
-static __thread unsigned t_solo_next;
+static __thread unsigned t_solo_next, t_solo_last;
 
 #define MEMO_HITS 4
 static __thread struct {
@@ -406,8 +406,10 @@ static size_t walk(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap)
 size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap) {
   if (hi <= lo) return 0;
   unsigned long now = atomic_load_explicit(&g_seq, memory_order_acquire);
-  for (unsigned i = 0; i < SOLO_CACHE; i++) {
+  /* The entry that answered last first: one copy asks about the same span three times. */
+  for (unsigned k = 0, i = t_solo_last; k <= SOLO_CACHE; i = k++) {
     if (t_solo[i].seq == now && t_solo[i].base <= lo && hi <= t_solo[i].end) {
+      t_solo_last = i;
       if (cap) out[0] = (pg_region_hit_t){t_solo[i].rec, t_solo[i].gen, t_solo[i].base,
                                           t_solo[i].end};
       return 1;
@@ -427,6 +429,7 @@ size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, 
     if (read_ok(s)) {
       if (solo) {
         unsigned i = t_solo_next++ % SOLO_CACHE;
+        t_solo_last = i;
         t_solo[i].base = out[0].base;
         t_solo[i].end = out[0].end;
         t_solo[i].rec = out[0].rec;
