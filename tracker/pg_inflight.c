@@ -303,12 +303,31 @@ static void index_owned(pg_stream_t *st, pg_acc_t *a) {
   else atomic_store_explicit(&a->where, PG_IN_PENDING, memory_order_relaxed);
 }
 
+static int begin(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t nh,
+                 pg_dir_t dir, cudaStream_t stream, const pg_origin_t *origin,
+                 const pg_stack_t *stack);
+
 int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
                     const pg_origin_t *origin, const pg_stack_t *stack) {
   uintptr_t lo = (uintptr_t)p, hi = lo + n < lo ? UINTPTR_MAX : lo + n;
   if (!n || !pg_ops.event_record) return 0;
   pg_region_hit_t hits[MAX_PIECES];
   size_t nh = pg_regions_overlapping(lo, hi, hits, MAX_PIECES);
+  return begin(lo, hi, hits, nh, dir, stream, origin, stack);
+}
+
+int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
+                       const pg_origin_t *origin, const pg_stack_t *stack) {
+  if (lk->hi <= lk->lo || !pg_ops.event_record) return 0;
+  pg_region_hit_t buf[MAX_PIECES];
+  size_t nh;
+  const pg_region_hit_t *hits = pg_regions_of_lookup(lk, buf, MAX_PIECES, &nh);
+  return begin(lk->lo, lk->hi, hits, nh, dir, stream, origin, stack);
+}
+
+static int begin(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t nh,
+                 pg_dir_t dir, cudaStream_t stream, const pg_origin_t *origin,
+                 const pg_stack_t *stack) {
   if (nh > MAX_PIECES) nh = MAX_PIECES;
   /* One piece per region, clipped so that no byte is tracked twice when regions overlap. */
   uintptr_t plo[MAX_PIECES], phi[MAX_PIECES], cur = lo;
@@ -497,11 +516,19 @@ static void region_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, collect
   }
 }
 
+static size_t query_hits(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t nh,
+                         collect_t *c);
+
 static size_t query(const void *p, size_t n, collect_t *c) {
   uintptr_t lo = (uintptr_t)p, hi = lo + n < lo ? UINTPTR_MAX : lo + n;
   if (!n) return 0;
   pg_region_hit_t hits[MAX_PIECES];
   size_t nh = pg_regions_overlapping(lo, hi, hits, MAX_PIECES);
+  return query_hits(lo, hi, hits, nh, c);
+}
+
+static size_t query_hits(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t nh,
+                         collect_t *c) {
   if (nh > MAX_PIECES) nh = MAX_PIECES;
   for (size_t i = 0; i < nh; i++) {
     pg_region_rec_t *r = hits[i].rec;
@@ -530,6 +557,18 @@ size_t pg_access_conflicts(const void *p, size_t n, pg_dir_t dir, cudaStream_t s
   if (!st) return 0;
   collect_t c = {.mode = 2, .dir = dir, .st = st, .out = out, .cap = cap};
   return query(p, n, &c);
+}
+
+size_t pg_access_conflicts_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
+                              pg_access_t *out, size_t cap) {
+  if (lk->hi <= lk->lo) return 0;
+  pg_stream_t *st = pg_stream_get(stream);
+  if (!st) return 0;
+  collect_t c = {.mode = 2, .dir = dir, .st = st, .out = out, .cap = cap};
+  pg_region_hit_t buf[MAX_PIECES];
+  size_t nh;
+  const pg_region_hit_t *hits = pg_regions_of_lookup(lk, buf, MAX_PIECES, &nh);
+  return query_hits(lk->lo, lk->hi, hits, nh, &c);
 }
 
 bool pg_access_wait(const pg_access_t *a) {

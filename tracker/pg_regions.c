@@ -451,6 +451,30 @@ size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, 
   }
 }
 
+_Static_assert(sizeof(((pg_lookup_t *)0)->hits[0]) == sizeof(pg_region_hit_t),
+               "a lookup's hits are region hits");
+
+size_t pg_region_lookup(const void *p, size_t n, pg_lookup_t *lk) {
+  uintptr_t lo = (uintptr_t)p, hi = lo + n < lo ? UINTPTR_MAX : lo + n;
+  lk->lo = lo;
+  lk->hi = hi;
+  /* Read first: a writer running meanwhile makes the lookup stale, never a stale one current. */
+  lk->version = atomic_load_explicit(&g_seq, memory_order_acquire);
+  lk->total = pg_regions_overlapping(lo, hi, (pg_region_hit_t *)(void *)lk->hits, PG_LOOKUP_HITS);
+  return lk->total;
+}
+
+const pg_region_hit_t *pg_regions_of_lookup(const pg_lookup_t *lk, pg_region_hit_t *out,
+                                            size_t cap, size_t *total) {
+  if (lk->total <= PG_LOOKUP_HITS && !(lk->version & 1) &&
+      lk->version == atomic_load_explicit(&g_seq, memory_order_acquire)) {
+    *total = lk->total;
+    return (const pg_region_hit_t *)(const void *)lk->hits;
+  }
+  *total = pg_regions_overlapping(lk->lo, lk->hi, out, cap);
+  return out;
+}
+
 size_t pg_region_find_range(const void *p, size_t n, pg_region_t *out, size_t cap) {
   pg_region_hit_t hits[64];
   uintptr_t lo = (uintptr_t)p, hi = lo + n < lo ? UINTPTR_MAX : lo + n;

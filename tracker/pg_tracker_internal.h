@@ -83,6 +83,9 @@ typedef struct pg_region_hit {
 
 /* Regions overlapping [lo, hi), ascending by base; fills min(total, cap), returns total. */
 size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap);
+/* The regions overlapping lk's span (hits are lk's own while it is current, else out's). */
+const pg_region_hit_t *pg_regions_of_lookup(const pg_lookup_t *lk, pg_region_hit_t *out,
+                                            size_t cap, size_t *total);
 /* Calls fn on every region record ever allocated (fork handlers). */
 void pg_regions_for_each_rec(void (*fn)(pg_region_rec_t *));
 void pg_regions_lock_writer(void);
