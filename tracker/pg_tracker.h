@@ -22,8 +22,9 @@
 int pg_tracker_init(const pg_devops_t *ops);
 
 /* Guard-page hooks (optional, NULL to clear; set before tracking starts), called outside every
- * tracker lock. on_begin runs when an access piece starts being tracked, before any thread can
- * retire it, and says whether it counted the piece; it may widen [*lo, *hi) to the range it
+ * tracker lock. on_begin runs when an access piece starts being tracked: after it is indexed
+ * (so a fault on the pages it protects finds the piece), before any thread can retire it; it
+ * says whether it counted the piece; it may widen [*lo, *hi) to the range it
  * counted, which is what on_retire is then given. on_retire runs exactly once for each piece
  * on_begin counted: when it retires, or at once when its region went away before the piece could
  * be indexed. A piece whose region is removed while it is in flight gets no on_retire: removing a
