@@ -384,33 +384,67 @@ static void maybe_recycle(pg_stream_t *st) {
   pthread_rwlock_unlock(&g_map_lock);
 }
 
-void pg_stream_retire(pg_stream_t *st, size_t max) {
-  for (size_t done = 0; !max || done < max; done++) {
-    pthread_mutex_lock(&st->mu);
+/* st->mu held: a retired access's event and record go back to st's pools. */
+static void recycle(pg_stream_t *st, pg_acc_t *a) {
+  pg_stream_give_event(st, a->pub.event);
+  a->fifo_next = st->free_accs;
+  st->free_accs = a;
+}
+
+size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later) {
+  size_t done = 0;
+  pg_acc_t **tail = later;
+  while (*tail) tail = &(*tail)->fifo_next;
+  for (; !max || done < max; done++) {
     pg_acc_t *a = st->fifo_head;
-    /* Only the oldest needs polling: a stream completes in order. An access not yet in its
-     * region's set is still being begun by another thread; it retires next time. */
-    if (!a || !atomic_load_explicit(&a->inserted, memory_order_acquire) ||
-        !pg_acc_complete(a)) {
-      pthread_mutex_unlock(&st->mu);
+    /* Only the oldest needs polling: a stream completes in order. An access not ready is still
+     * being begun by another thread; it retires next time. */
+    if (!a || !atomic_load_explicit(&a->ready, memory_order_acquire) || !pg_acc_complete(a))
       break;
-    }
     st->fifo_head = a->fifo_next;
     if (!st->fifo_head) st->fifo_tail = NULL;
-    pthread_mutex_unlock(&st->mu);
+    st->nfifo--;
+    int where = atomic_load_explicit(&a->where, memory_order_relaxed);
+    if (where == PG_IN_OWN) {
+      pg_inflight_own_unlink(a); /* st owns the region: its lock is the list's */
+    } else if (where == PG_IN_NONE) {
+      a->hooked = false; /* its region went away: the retire hook is owed nothing */
+    }
+    if (where == PG_IN_SET || a->hooked) { /* needs the region's lock, or the hook: later */
+      a->fifo_next = NULL;
+      *tail = a;
+      tail = &a->fifo_next;
+    } else {
+      recycle(st, a);
+    }
+  }
+  return done;
+}
 
+void pg_stream_retire_finish(pg_stream_t *st, pg_acc_t *later) {
+  for (pg_acc_t *a = later; a; a = a->fifo_next) {
     /* Only while its region lives: a removed region's pages were forgotten with it, and its
      * address range may already belong to a new region whose counts are not this access's. */
-    if (pg_inflight_remove(a) && a->hooked)
-      pg_hook_retire(a->hook_lo, a->hook_hi, a->pub.dir, pg_hook_ctx);
-    atomic_fetch_sub_explicit(&pg_inflight_total, 1, memory_order_relaxed);
-
-    pthread_mutex_lock(&st->mu);
-    pg_stream_give_event(st, a->pub.event);
-    a->fifo_next = st->free_accs;
-    st->free_accs = a;
-    pthread_mutex_unlock(&st->mu);
+    bool live = atomic_load_explicit(&a->where, memory_order_relaxed) != PG_IN_SET ||
+                pg_inflight_remove(a);
+    if (live && a->hooked) pg_hook_retire(a->hook_lo, a->hook_hi, a->pub.dir, pg_hook_ctx);
   }
+  pthread_mutex_lock(&st->mu);
+  while (later) {
+    pg_acc_t *next = later->fifo_next;
+    recycle(st, later);
+    later = next;
+  }
+  pthread_mutex_unlock(&st->mu);
+}
+
+void pg_stream_retire(pg_stream_t *st, size_t max) {
+  pg_acc_t *later = NULL;
+  pthread_mutex_lock(&st->mu);
+  size_t done = pg_stream_retire_locked(st, max, &later);
+  pthread_mutex_unlock(&st->mu);
+  if (later) pg_stream_retire_finish(st, later);
+  if (done) atomic_fetch_sub_explicit(&pg_inflight_total, done, memory_order_relaxed);
   if (LD(st->dead)) maybe_recycle(st);
 }
 
@@ -680,6 +714,7 @@ static void reset_stream(pg_stream_t *st) {
     a = next;
   }
   st->fifo_head = st->fifo_tail = NULL;
+  st->nfifo = 0;
   while (st->free_accs) {
     a = st->free_accs;
     st->free_accs = a->fifo_next;
