@@ -3,10 +3,11 @@
 # last line, one JSON object with the headline figures (see docs/PERFORMANCE.md). The
 # instruction counts (bench/instr.sh, callgrind) run when valgrind is installed and no sanitizer
 # runtime is preloaded.
-#   bench/run.sh [--quick|--smoke] [BUILD_DIR]
+#   bench/run.sh [--quick|--smoke] [--engine] [BUILD_DIR]
 #     (default)  the full run: at most 10 minutes on 2 cores
 #     --quick    the same table with smaller counts, under a minute
 #     --smoke    tiny counts, a few seconds: checks the pipeline (CTest bench.run), not speed
+#     --engine   the engine rows only (one device, llama3-8b, eight devices), at the level's counts
 # BUILD_DIR (or $PG_BUILD_DIR) is a build tree (configured if new) in which the benchmark
 # targets are brought up to date; the default is build-bench-run/ (RelWithDebInfo). Modes run
 # interleaved, repetition by repetition, in a rotated order, so that drift on a loaded machine
@@ -16,11 +17,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 
 level=full
+only_engine=0
 build=${PG_BUILD_DIR:-}
 for a in "$@"; do
   case $a in
     --quick) level=quick ;;
     --smoke) level=smoke ;;
+    --engine) only_engine=1 ;;
     -h|--help) sed -n '2,/^set /p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "run.sh: unknown option $a" >&2; exit 2 ;;
     *) build=$a ;;
@@ -127,6 +130,7 @@ progress() { [ "$level" = smoke ] || echo "run.sh: $*" >&2; }
 t_start=$(date +%s)
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 
+if [ "$only_engine" -eq 0 ]; then
 # ---- 1. per-copy microbenchmark (simcuda latency 0: only the call itself costs) ----------------
 progress "microbenchmark ($reps repetitions)"
 # One discarded run first: the first process after a build pays for cold caches and page cache.
@@ -173,20 +177,29 @@ for ((r = 1; r <= reps; r++)); do
     "$bin/bench_guard" --iters "$guard_iters"
 done
 
+fi # not --engine
+
 # ---- 4. the engine: kvxfer store + retrieve, default simcuda latency -------------------------
-engine_round() { # group model chunks repetition
-  local group=$1 model=$2 n=$3 r=$4
+engine_round() { # group model chunks repetition [devices]
+  local group=$1 model=$2 n=$3 r=$4 devices=${5:-1}
+  local dev_env=() dev_args=()
+  if [ "$devices" -gt 1 ]; then dev_env=(SIMCUDA_DEVICES="$devices"); dev_args=(--devices "$devices"); fi
   for m in $(rotate "$r" none audit enforce auditg guard syncall); do
     local mm=$m extra=()
     if [ "$m" = syncall ]; then mm=none; extra=(--sync=device); fi
     # shellcheck disable=SC2046
-    record "$group" "$m" $(mode_env "$mm") -- \
-      "$kvxfer" --json --model "$model" --chunks "$n" "${extra[@]}"
+    record "$group" "$m" "${dev_env[@]}" $(mode_env "$mm") -- \
+      "$kvxfer" --json --model "$model" --chunks "$n" "${dev_args[@]}" "${extra[@]}"
   done
 }
 progress "engine, default geometry ($reps repetitions)"
 "$kvxfer" --chunks "$chunks" >/dev/null 2>&1 || true   # discarded, as above
 for ((r = 1; r <= reps; r++)); do engine_round engine_small small "$chunks" "$r"; done
+# Eight engines at once, each on its own simulated device and thread, sharing one pinned
+# allocator (kvxfer --devices 8): the same bytes in all, chunks/8 chunks per engine (at least 4).
+dev8_chunks=$((chunks / 8 > 4 ? chunks / 8 : 4))
+progress "engine, 8 devices ($reps repetitions)"
+for ((r = 1; r <= reps; r++)); do engine_round engine_dev8 small "$dev8_chunks" "$r" 8; done
 avail_kb=$(awk '/MemAvailable/ {print $2}' /proc/meminfo 2>/dev/null || echo 0)
 # llama3-8b holds about 3 x chunks x 32 MiB (cache, store copy, pageable buffers) plus staging.
 if [ "$llama_chunks" -gt 0 ] && [ "$avail_kb" -gt $((llama_chunks * 3 * 32 * 1024 + 2097152)) ]
@@ -198,7 +211,9 @@ then
 fi
 
 # ---- 5. instructions per copy (callgrind; deterministic, so one run of each) ----------------
-if command -v "${VALGRIND:-valgrind}" >/dev/null && [ -z "$rt" ]; then
+if [ "$only_engine" -eq 1 ]; then
+  :
+elif command -v "${VALGRIND:-valgrind}" >/dev/null && [ -z "$rt" ]; then
   progress "instruction counts (callgrind)"
   instr_env=(BENCH_SHIM="$shim" BENCH_STUBPIN="$stub" BENCH_BIN="$bin")
   record instr copy_t1 "${instr_env[@]}" -- "$here/instr.sh" --copies "${instr_copies[0]}"

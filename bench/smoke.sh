@@ -66,8 +66,9 @@ case ${1:-} in
     [ "$(stat regions_pinned "$log")" = 2048 ] || fail "regions_pinned"
     grep -Eq '"stub":true,"ns_per_register_at_1024":[1-9][0-9]*,"ns_per_register_at_2048":[1-9]' \
       "$log" || fail "no result" ;;
-  run) # The whole pipeline: the last line is the JSON object with exactly the six keys, and the
-       # three instruction counts where valgrind runs (not under a sanitizer).
+  run) # The whole pipeline: the last line is the JSON object with exactly the nine keys (the
+       # one-device and eight-device engine ratios among them), and the three instruction counts
+       # where valgrind runs (not under a sanitizer).
     [ -n "${BENCH_KVXFER:-}" ] || { echo "no kvxfer target: skipped"; exit 0; }
     "$here/run.sh" --smoke >"$log" || { cat "$log"; fail "run.sh --smoke"; }
     cat "$log"
@@ -77,6 +78,7 @@ case ${1:-} in
 import json, sys
 d = json.loads(sys.stdin.read())
 want = {"engine_enforce_vs_none", "engine_guard_vs_none", "engine_enforce_vs_syncall",
+        "engine8_enforce_vs_none", "engine8_guard_vs_none", "engine8_enforce_vs_syncall",
         "added_ns_audit", "threads2_speedup", "scale_100k_vs_10"}
 if sys.argv[1] == "1":
     want |= {"added_instr_per_copy", "added_instr_per_copy_8threads", "added_instr_per_copy_100k"}

@@ -57,8 +57,8 @@ static void neg_remember(uintptr_t page) { neg_cache[page % NEG_CACHE] = page + 
 
 /* True when [p, p+n) touches pinned host memory the tracker knows, discovering memory pinned
  * before pinguard saw it (or through a path it cannot see) from the runtime's pointer attributes. */
-static bool is_pinned(const void *p, size_t n, bool only_tracked) {
-  if (pg_region_find_range(p, n, NULL, 0) > 0) return true;
+static bool is_pinned(const void *p, size_t n, bool only_tracked, pg_lookup_t *lk) {
+  if ((lk ? pg_region_lookup(p, n, lk) : pg_region_find_range(p, n, NULL, 0)) > 0) return true;
   if (only_tracked) return false;
   uintptr_t page = (uintptr_t)p >> 12;
   if (neg_cached(page)) return false;
@@ -89,6 +89,7 @@ static void fill_gpu(pg_gpu_access_t *g, const pg_access_t *a, uint64_t now) {
   g->addr = a->lo;
   g->len = a->hi - a->lo;
   g->stream = (const void *)a->stream;
+  g->device = a->device;
   g->age_ns = now > a->enqueue_ns ? now - a->enqueue_ns : 0;
   g->stack = &a->stack;
 }
@@ -139,10 +140,13 @@ typedef struct probe {
   size_t n;
   pg_dir_t dir;         /* PROBE_CONFLICTS: the new access */
   cudaStream_t stream;  /* PROBE_CONFLICTS: its stream */
+  const pg_lookup_t *lk; /* PROBE_CONFLICTS: the span's region lookup, if kept */
 } probe_t;
 
 static size_t run_probe(const probe_t *q, pg_access_t *out, size_t cap) {
-  if (q->kind == PROBE_CONFLICTS) return pg_access_conflicts(q->p, q->n, q->dir, q->stream, out, cap);
+  if (q->kind == PROBE_CONFLICTS)
+    return q->lk ? pg_access_conflicts_at(q->lk, q->dir, q->stream, out, cap)
+                 : pg_access_conflicts(q->p, q->n, q->dir, q->stream, out, cap);
   return pg_inflight_query(q->p, q->n, q->kind == PROBE_WRITES, out, cap);
 }
 
@@ -306,16 +310,19 @@ static void keep_pinned_spans(pg_op_t *op) {
   size_t kept = 0;
   for (size_t i = 0; i < op->nspans; i++) {
     pg_span_t s = op->spans[i];
+    pg_lookup_t *lk = kept < PG_OP_LOOKUPS ? &op->lk[kept] : NULL;
     if (s.n == 0) {
       pg_region_t reg;
       if (!pg_region_find(s.p, &reg)) continue;
       s.n = reg.base + reg.size - (uintptr_t)s.p;
-    } else if (!is_pinned(s.p, s.n, op->only_tracked)) {
+      if (lk) pg_region_lookup(s.p, s.n, lk);
+    } else if (!is_pinned(s.p, s.n, op->only_tracked, lk)) {
       continue;
     }
     op->spans[kept++] = s;
   }
   op->nspans = kept;
+  op->nlk = kept < PG_OP_LOOKUPS ? kept : PG_OP_LOOKUPS;
 }
 
 void pg_decide_before_op(pg_op_t *op) {
@@ -326,15 +333,17 @@ void pg_decide_before_op(pg_op_t *op) {
      * the host (exactly those, never a device-wide sync); during a capture it reports. */
     pg_access_t found[MAX_FOUND];
     probe_t q = {.kind = PROBE_CONFLICTS, .p = s->p, .n = s->n, .dir = s->dir,
-                 .stream = op->stream};
+                 .stream = op->stream, .lk = i < op->nlk ? &op->lk[i] : NULL};
     settle(PG_KIND_DEVICE_ACCESS_CONFLICT, &q, op->api, &op->stack, found, MAX_FOUND, false, 0);
   }
 }
 
 static void begin_accesses(const pg_op_t *op, cudaStream_t stream, const pg_stack_t *st) {
   pg_origin_t origin = {.what = op->what, .func = op->func};
-  for (size_t i = 0; i < op->nspans; i++)
-    pg_access_begin(op->spans[i].p, op->spans[i].n, op->spans[i].dir, stream, &origin, st);
+  for (size_t i = 0; i < op->nspans; i++) {
+    if (i < op->nlk) pg_access_begin_at(&op->lk[i], op->spans[i].dir, stream, &origin, st);
+    else pg_access_begin(op->spans[i].p, op->spans[i].n, op->spans[i].dir, stream, &origin, st);
+  }
 }
 
 void pg_decide_after_op(pg_op_t *op) {

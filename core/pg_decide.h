@@ -22,6 +22,7 @@ typedef struct pg_span {
 } pg_span_t;
 
 #define PG_OP_MAX_SPANS 64
+#define PG_OP_LOOKUPS 2 /* spans whose region lookup is kept (a copy has one or two) */
 
 /* An asynchronous GPU operation that may touch pinned host memory. */
 typedef struct pg_op {
@@ -33,6 +34,10 @@ typedef struct pg_op {
   size_t nspans;
   pg_span_t spans[PG_OP_MAX_SPANS];
   pg_stack_t stack;   /* the enqueuing call site */
+  /* Filled by pg_decide_before_op: the region lookups of the first nlk spans, reused by every
+   * stage of the op (the tracker checks they are still current). */
+  size_t nlk;
+  pg_lookup_t lk[PG_OP_LOOKUPS];
 } pg_op_t;
 
 /* ---- lifecycle --------------------------------------------------------------------------- */

@@ -19,6 +19,8 @@ for line in sys.stdin:
         assert o["summary"].startswith("SUMMARY: pinguard: " + o["kind"]), o
         assert len(o["summary"]) <= 1024, len(o["summary"])
         assert isinstance(o["access"]["stack"], list), o
+        for g in o["gpu"]:
+            assert isinstance(g["device"], int) and g["device"] >= 0, g
         for frame in o["access"]["stack"]:
             assert set(frame) == {"pc", "module", "offset", "function", "file", "line"}, frame
 assert reports >= 10, reports

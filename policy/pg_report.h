@@ -51,6 +51,7 @@ typedef struct pg_gpu_access {
   uintptr_t addr;         /* host range touched; len 0 means "unknown extent" */
   size_t len;
   const void *stream;
+  int device;             /* the stream's device */
   uint64_t age_ns;        /* time since it was enqueued */
   const pg_stack_t *stack;  /* launch stack (its tid is the launching thread); may be NULL */
 } pg_gpu_access_t;

@@ -155,7 +155,9 @@ static void put_gpu_text(pg_buf_t *b, const pg_gpu_access_t *g, const pg_symstac
   }
   pg_buf_puts(b, ") on stream ");
   pg_buf_hex(b, (uintptr_t)g->stream);
-  pg_buf_puts(b, ", enqueued ");
+  pg_buf_puts(b, " (device ");
+  pg_buf_u64(b, (uint64_t)(g->device > 0 ? g->device : 0));
+  pg_buf_puts(b, "), enqueued ");
   pg_buf_duration(b, g->age_ns);
   pg_buf_puts(b, " ago");
   if (g->stack) {
@@ -398,6 +400,8 @@ static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
     pg_buf_u64(b, g->len);
     json_next_key(b, "stream");
     json_hex(b, (uintptr_t)g->stream);
+    json_next_key(b, "device");
+    pg_buf_u64(b, (uint64_t)(g->device > 0 ? g->device : 0));
     json_next_key(b, "age_ms");
     pg_buf_ms_number(b, g->age_ns);
     json_next_key(b, "thread");

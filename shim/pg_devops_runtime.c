@@ -44,6 +44,11 @@ static pg_dev_result_t pointer_is_pinned_host(const void *p, bool *pinned) {
 }
 
 static pg_dev_result_t current_device(int *device) { return result_of(rt.get_device(device)); }
+static pg_dev_result_t device_count(int *count) { return result_of(rt.get_device_count(count)); }
+static pg_dev_result_t set_device(int device) { return result_of(rt.set_device(device)); }
+static pg_dev_result_t stream_device(cudaStream_t s, int *device) {
+  return result_of(rt.stream_get_device(s, device));
+}
 
 pg_devops_t pg_devops_runtime(const pg_cudart_fns_t *fns) {
   rt = *fns;
@@ -57,5 +62,8 @@ pg_devops_t pg_devops_runtime(const pg_cudart_fns_t *fns) {
       .capture_status = rt.stream_is_capturing ? capture_status : NULL,
       .pointer_is_pinned_host = rt.pointer_get_attributes ? pointer_is_pinned_host : NULL,
       .current_device = rt.get_device ? current_device : NULL,
+      .device_count = rt.get_device_count ? device_count : NULL,
+      .set_device = rt.set_device ? set_device : NULL,
+      .stream_device = rt.stream_get_device ? stream_device : NULL,
   };
 }

@@ -17,6 +17,9 @@ typedef struct pg_cudart_fns {
   cudaError_t (*stream_is_capturing)(cudaStream_t s, enum cudaStreamCaptureStatus *st); /* " */
   cudaError_t (*pointer_get_attributes)(struct cudaPointerAttributes *a, const void *p); /* " */
   cudaError_t (*get_device)(int *device);                                           /* " */
+  cudaError_t (*get_device_count)(int *count);                                      /* " */
+  cudaError_t (*set_device)(int device);                                            /* " */
+  cudaError_t (*stream_get_device)(cudaStream_t s, int *device);                    /* " */
 } pg_cudart_fns_t;
 
 /* Keeps *fns (one backend per process) and returns the table that calls them. */

@@ -86,6 +86,9 @@ static bool choose_ops(pg_devops_t *ops) {
       .stream_is_capturing = PG_REAL(cudaStreamIsCapturing),
       .pointer_get_attributes = PG_REAL(cudaPointerGetAttributes),
       .get_device = PG_REAL(cudaGetDevice),
+      .get_device_count = PG_REAL(cudaGetDeviceCount),
+      .set_device = PG_REAL(cudaSetDevice),
+      .stream_get_device = PG_REAL(cudaStreamGetDevice),
   };
   *ops = pg_devops_runtime(&rt);
   return true;

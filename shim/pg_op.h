@@ -17,6 +17,7 @@ static inline void pg_op_begin(pg_op_t *op, const char *api, const char *what, c
   op->stream = pg_stream_of(s, ptsz);
   op->only_tracked = false;
   op->nspans = 0;
+  op->nlk = 0; /* no region lookups kept yet (pg_decide_before_op makes them) */
 }
 
 /* A kernel launch: only spans inside tracked regions count (its pointer words are guesses). */

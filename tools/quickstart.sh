@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # quickstart.sh: the README's first command. On Debian (or Ubuntu), installs the build's missing
 # packages when run as root (else names the apt-get command and stops), builds pinguard and the
-# demo, runs the demo's bug matrix on the simulated CUDA runtime, then prints one full report so a
-# newcomer sees what pinguard says. The CUDA Toolkit (headers and libcudart) must be installed.
+# demo, runs the demo's bug matrix on the simulated CUDA runtime (one device, then two), then
+# prints one full report so a newcomer sees what pinguard says. The CUDA Toolkit (headers and
+# libcudart) must be installed.
 #   tools/quickstart.sh [--deps-only] [--build-dir DIR]
 # --deps-only: check and install the packages, then stop (the tests use it with stubbed tools).
 set -euo pipefail
@@ -13,7 +14,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --deps-only) deps_only=1; shift ;;
     --build-dir) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "quickstart: unknown argument $1" >&2; exit 2 ;;
   esac
 done

@@ -34,6 +34,12 @@ typedef struct pg_devops {
   /* Whether p is pinned host memory the runtime knows (discovery of memory pinned unseen). */
   pg_dev_result_t (*pointer_is_pinned_host)(const void *p, bool *pinned); /* no */
   pg_dev_result_t (*current_device)(int *device); /* 0 */
+  /* Several devices (all optional: without device_count there is one device, 0). The calling
+   * thread's current device is the application's: whoever calls set_device puts the previous one
+   * back before returning to it. */
+  pg_dev_result_t (*device_count)(int *count);                  /* 1 */
+  pg_dev_result_t (*set_device)(int device);                    /* (never switched) */
+  pg_dev_result_t (*stream_device)(cudaStream_t s, int *device); /* the current device */
 } pg_devops_t;
 
 #endif /* PG_DEVOPS_H */

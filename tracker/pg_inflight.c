@@ -180,18 +180,78 @@ static void set_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, visit_fn f
   }
 }
 
+/* r->mu held, at the end of every change to r's owner or to its set's emptiness. */
+static void set_quiet(pg_region_rec_t *r) {
+  pg_stream_t *ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
+  uint32_t q = r->nacc ? 0 : ow ? ow->id : PG_QUIET_EMPTY;
+  atomic_store_explicit(&r->quiet, q, memory_order_release);
+}
+
 bool pg_inflight_remove(pg_acc_t *a) {
   pg_region_rec_t *r = a->region;
   if (!r) return false;
   pthread_mutex_lock(&r->mu);
   bool live = LD(r->gen) == a->region_gen;
-  if (live) set_remove(r, a);
+  if (live) {
+    set_remove(r, a);
+    if (!r->nacc) set_quiet(r);
+  }
   pthread_mutex_unlock(&r->mu);
   return live;
 }
 
-void pg_inflight_clear_region(pg_region_rec_t *r) {
+/* ---- the owner list (the owner's lock held) ---------------------------------------------- */
+static void own_push(pg_region_rec_t *r, pg_acc_t *a) {
+  a->slot_prev = NULL;
+  a->slot_next = r->own_head;
+  if (r->own_head) r->own_head->slot_prev = a;
+  r->own_head = a;
+  atomic_store_explicit(&a->where, PG_IN_OWN, memory_order_relaxed);
+}
+
+void pg_inflight_own_unlink(pg_acc_t *a) {
+  pg_region_rec_t *r = a->region;
+  if (a->slot_prev) a->slot_prev->slot_next = a->slot_next;
+  else r->own_head = a->slot_next;
+  if (a->slot_next) a->slot_next->slot_prev = a->slot_prev;
+  atomic_store_explicit(&a->where, PG_IN_NONE, memory_order_relaxed);
+}
+
+/* r->mu held: the owner (if any) gives its list up; each access moves into the set (where any
+ * stream's checks find them sorted). On out of memory the rest stays on the list, still owned. */
+static void own_disown(pg_region_rec_t *r) {
+  pg_stream_t *ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
+  if (!ow) return;
+  pthread_mutex_lock(&ow->mu);
+  while (r->own_head) {
+    pg_acc_t *a = r->own_head;
+    r->own_head = a->slot_next;
+    if (r->own_head) r->own_head->slot_prev = NULL;
+    if (!set_insert(r, a)) { /* out of memory: put it back */
+      a->slot_prev = NULL;
+      a->slot_next = r->own_head;
+      if (r->own_head) r->own_head->slot_prev = a;
+      r->own_head = a;
+      break;
+    }
+    atomic_store_explicit(&a->where, PG_IN_SET, memory_order_relaxed);
+  }
+  if (!r->own_head) atomic_store_explicit(&r->owner, NULL, memory_order_relaxed);
+  pthread_mutex_unlock(&ow->mu);
+  set_quiet(r);
+}
+
+static void clear_region(pg_region_rec_t *r, bool child) {
   pthread_mutex_lock(&r->mu);
+  pg_stream_t *ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
+  if (ow) { /* its accesses stay on their FIFO, indexed nowhere */
+    if (!child) pthread_mutex_lock(&ow->mu);
+    for (pg_acc_t *a = r->own_head; a; a = a->slot_next)
+      atomic_store_explicit(&a->where, PG_IN_NONE, memory_order_relaxed);
+    r->own_head = NULL;
+    atomic_store_explicit(&r->owner, NULL, memory_order_relaxed);
+    if (!child) pthread_mutex_unlock(&ow->mu);
+  }
   hash_drop(r);
   for (size_t i = 0; i < r->nslots; i++) free(r->sorted[i]);
   while (r->free_slots) {
@@ -204,9 +264,13 @@ void pg_inflight_clear_region(pg_region_rec_t *r) {
   r->nslots = 0;
   r->nacc = 0;
   r->maxlen = 0;
+  set_quiet(r);
   pthread_mutex_unlock(&r->mu);
   pg_deferred_drain();
 }
+
+void pg_inflight_clear_region(pg_region_rec_t *r) { clear_region(r, false); }
+void pg_inflight_clear_region_child(pg_region_rec_t *r) { clear_region(r, true); }
 
 /* ---- begin ------------------------------------------------------------------------------------ */
 static uint64_t now_ns(void) {
@@ -217,12 +281,53 @@ static uint64_t now_ns(void) {
 
 static atomic_ulong g_next_acc_id = 1;
 
+/* st->mu held, a new access on the FIFO: indexes it on its region's owner list when st owns the
+ * region (claiming an unowned one if its lock is free: st->mu is held, so only a try), else
+ * leaves it PG_IN_PENDING for the set, which needs the region's lock (taken after st->mu). */
+static void index_owned(pg_stream_t *st, pg_acc_t *a) {
+  pg_region_rec_t *r = a->region;
+  if (LD(r->gen) != a->region_gen) {
+    atomic_store_explicit(&a->where, PG_IN_NONE, memory_order_relaxed);
+    return;
+  }
+  pg_stream_t *ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
+  if (!ow && pthread_mutex_trylock(&r->mu) == 0) {
+    if (LD(r->gen) == a->region_gen && !atomic_load_explicit(&r->owner, memory_order_relaxed)) {
+      atomic_store_explicit(&r->owner, st, memory_order_relaxed);
+      set_quiet(r);
+    }
+    ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
+    pthread_mutex_unlock(&r->mu);
+  }
+  if (ow == st) own_push(r, a);
+  else atomic_store_explicit(&a->where, PG_IN_PENDING, memory_order_relaxed);
+}
+
+static int begin(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t nh,
+                 pg_dir_t dir, cudaStream_t stream, const pg_origin_t *origin,
+                 const pg_stack_t *stack);
+
 int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
                     const pg_origin_t *origin, const pg_stack_t *stack) {
   uintptr_t lo = (uintptr_t)p, hi = lo + n < lo ? UINTPTR_MAX : lo + n;
   if (!n || !pg_ops.event_record) return 0;
   pg_region_hit_t hits[MAX_PIECES];
   size_t nh = pg_regions_overlapping(lo, hi, hits, MAX_PIECES);
+  return begin(lo, hi, hits, nh, dir, stream, origin, stack);
+}
+
+int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
+                       const pg_origin_t *origin, const pg_stack_t *stack) {
+  if (lk->hi <= lk->lo || !pg_ops.event_record) return 0;
+  pg_region_hit_t buf[MAX_PIECES];
+  size_t nh;
+  const pg_region_hit_t *hits = pg_regions_of_lookup(lk, buf, MAX_PIECES, &nh);
+  return begin(lk->lo, lk->hi, hits, nh, dir, stream, origin, stack);
+}
+
+static int begin(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t nh,
+                 pg_dir_t dir, cudaStream_t stream, const pg_origin_t *origin,
+                 const pg_stack_t *stack) {
   if (nh > MAX_PIECES) nh = MAX_PIECES;
   /* One piece per region, clipped so that no byte is tracked twice when regions overlap. */
   uintptr_t plo[MAX_PIECES], phi[MAX_PIECES], cur = lo;
@@ -241,9 +346,17 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
   if (!st) return 0;
 
   pg_acc_t *accs[MAX_PIECES];
-  size_t ok = 0;
+  size_t ok = 0, pending = 0;
   uint64_t t = now_ns(), op = 0, first_seq = 0;
+  bool hook = pg_hook_begin != NULL;
+  pg_acc_t *later = NULL;
+  size_t retired = 0;
   pthread_mutex_lock(&st->mu);
+  /* Polling the FIFO head costs an event query; once every few begins keeps the FIFO short. */
+  if (++st->begins_since_poll >= 8) {
+    st->begins_since_poll = 0;
+    retired = pg_stream_retire_locked(st, 16, &later);
+  }
   pg_stream_legacy_sync(st);
   for (; ok < np; ok++) {
     pg_acc_t *a = pg_stream_alloc_acc(st);
@@ -270,16 +383,27 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
       op = id;
       first_seq = seq;
     }
-    a->pub = (pg_access_t){
-        .id = id, .op = op, .lo = plo[ok], .hi = phi[ok], .dir = dir, .stream = stream,
-        .stream_id = st->id, .seq = seq, .event = ev, .enqueue_ns = t,
-        .region_base = h->base, .region_size = h->end - h->base,
-    };
+    a->pub.id = id;
+    a->pub.op = op;
+    a->pub.lo = plo[ok];
+    a->pub.hi = phi[ok];
+    a->pub.dir = dir;
+    a->pub.stream = stream;
+    a->pub.stream_id = st->id;
+    a->pub.device = LD(st->device);
+    a->pub.seq = seq;
+    a->pub.event = ev;
+    a->pub.enqueue_ns = t;
+    a->pub.region_base = h->base;
+    a->pub.region_size = h->end - h->base;
     if (origin) a->pub.origin = *origin;
+    else a->pub.origin = (pg_origin_t){NULL, NULL};
     if (stack) pg_stack_copy(&a->pub.stack, stack);
     else a->pub.stack.depth = 0;
     a->blocking = LD(st->blocking);
-    atomic_init(&a->inserted, false);
+    a->hooked = false;
+    /* Without a begin hook to run, retirement may take it as soon as it is indexed. */
+    atomic_store_explicit(&a->ready, !hook, memory_order_relaxed);
     a->region = h->rec;
     a->region_gen = h->gen;
     a->stream = st;
@@ -287,43 +411,59 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
     if (st->fifo_tail) st->fifo_tail->fifo_next = a;
     else st->fifo_head = a;
     st->fifo_tail = a;
+    st->nfifo++;
+    index_owned(st, a);
+    if (atomic_load_explicit(&a->where, memory_order_relaxed) == PG_IN_PENDING) {
+      atomic_store_explicit(&a->ready, false, memory_order_relaxed);
+      pending++;
+    }
     accs[ok] = a;
   }
   if (ok) pg_stream_clock_changed(st);
-  /* Polling the FIFO head costs an event query; once every few begins keeps the FIFO short. */
-  bool poll = ++st->begins_since_poll >= 8;
-  if (poll) st->begins_since_poll = 0;
   pthread_mutex_unlock(&st->mu);
+  if (later) pg_stream_retire_finish(st, later);
+  if (retired) atomic_fetch_sub_explicit(&pg_inflight_total, retired, memory_order_relaxed);
   atomic_fetch_add_explicit(&pg_inflight_total, ok, memory_order_relaxed);
 
-  for (size_t i = 0; i < ok; i++) {
-    pg_acc_t *a = accs[i];
-    pg_region_rec_t *r = a->region;
-    /* Before `inserted` is set: no thread can retire the piece (and call the retire hook) until
-     * its begin hook returned, so a guard page is never protected after its unprotect. */
-    a->hook_lo = a->pub.lo;
-    a->hook_hi = a->pub.hi;
-    a->hooked = pg_hook_begin && pg_hook_begin(&a->hook_lo, &a->hook_hi, a->pub.dir, pg_hook_ctx);
-    pthread_mutex_lock(&r->mu);
-    /* A region removed since the lookup (or out of memory): the access is not indexed, but it
-     * still retires from its stream. */
-    bool indexed = LD(r->gen) == a->region_gen && set_insert(r, a);
-    if (!indexed) a->region = NULL;
-    atomic_store_explicit(&a->inserted, true, memory_order_release);
-    pthread_mutex_unlock(&r->mu);
-    /* Its region's removal may have forgotten the pages before the begin hook counted them:
-     * undo the count now, since no retirement will. */
-    if (!indexed && a->hooked) {
-      pg_hook_retire(a->hook_lo, a->hook_hi, a->pub.dir, pg_hook_ctx);
-      a->hooked = false;
+  if (hook || pending) {
+    for (size_t i = 0; i < ok; i++) {
+      pg_acc_t *a = accs[i];
+      pg_region_rec_t *r = a->region;
+      if (atomic_load_explicit(&a->where, memory_order_relaxed) == PG_IN_PENDING) {
+        /* Not ready yet, so no retirement reads `where` meanwhile. A region removed since the
+         * lookup (or out of memory): the access is not indexed, but it still retires from its
+         * stream. */
+        pthread_mutex_lock(&r->mu);
+        bool indexed = LD(r->gen) == a->region_gen && set_insert(r, a);
+        atomic_store_explicit(&a->where, indexed ? PG_IN_SET : PG_IN_NONE, memory_order_relaxed);
+        if (indexed) set_quiet(r);
+        pthread_mutex_unlock(&r->mu);
+      }
+      /* The hook protects the piece's pages only now that it is indexed: a CPU access that
+       * faults on them from here on finds it. Not ready until the hook returned: no thread can
+       * retire the piece (and call the retire hook) before, so a guard page is never protected
+       * after its unprotect. */
+      if (hook) {
+        a->hook_lo = a->pub.lo;
+        a->hook_hi = a->pub.hi;
+        a->hooked = pg_hook_begin(&a->hook_lo, &a->hook_hi, a->pub.dir, pg_hook_ctx);
+        /* Its region's removal may have forgotten the pages before the hook counted them:
+         * undo the count now, since no retirement will. */
+        if (a->hooked && (atomic_load_explicit(&a->where, memory_order_acquire) == PG_IN_NONE ||
+                          LD(r->gen) != a->region_gen)) {
+          pg_hook_retire(a->hook_lo, a->hook_hi, a->pub.dir, pg_hook_ctx);
+          a->hooked = false;
+        }
+      }
+      atomic_store_explicit(&a->ready, true, memory_order_release);
     }
   }
-  /* A retirement that ran while these pieces were being indexed stopped at them; if the host
-   * already knows them complete (another thread waited on this stream meanwhile), nothing may
-   * come back to retire them, so this begin does. */
-  if (ok && atomic_load_explicit(&pg_host_clock[st->id], memory_order_seq_cst) >= first_seq)
-    poll = true;
-  if (poll) pg_stream_retire(st, 16); /* no sweeper thread: begins retire their own stream */
+  /* A retirement that ran while these pieces were being made ready stopped at them; if the
+   * host already knows them complete (another thread waited on this stream meanwhile), nothing
+   * may come back to retire them, so this begin does. */
+  if (ok && (hook || pending) &&
+      atomic_load_explicit(&pg_host_clock[st->id], memory_order_seq_cst) >= first_seq)
+    pg_stream_retire(st, 16); /* no sweeper thread: begins retire their own stream */
   return ok ? (int)ok : -1;
 }
 
@@ -354,16 +494,54 @@ static void collect(pg_acc_t *a, void *ctx) {
   c->total++;
 }
 
+/* The owner's accesses on r's list (owner's lock held) overlapping [lo, hi). */
+static void own_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, collect_t *c) {
+  for (pg_acc_t *a = r->own_head; a; a = a->slot_next)
+    if (a->pub.lo < hi && a->pub.hi > lo) collect(a, c);
+}
+
+/* The accesses of r, as a hit, that c asks for. r->mu held. */
+static void region_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, collect_t *c) {
+  pg_stream_t *ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
+  if (c->mode == 2 && ow && ow != c->st) {
+    own_disown(r); /* another stream checks: the owner's accesses go where it finds them fast */
+    ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
+  }
+  if (r->nacc) set_visit(r, lo, hi, collect, c);
+  /* The owner's own list: ordered before a new access on its own stream, so a conflict check
+   * from there skips it; everything else looks. */
+  if (ow && !(c->mode == 2 && ow == c->st)) {
+    pthread_mutex_lock(&ow->mu);
+    if (atomic_load_explicit(&r->owner, memory_order_relaxed) == ow) own_visit(r, lo, hi, c);
+    pthread_mutex_unlock(&ow->mu);
+  }
+}
+
+static size_t query_hits(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t nh,
+                         collect_t *c);
+
 static size_t query(const void *p, size_t n, collect_t *c) {
   uintptr_t lo = (uintptr_t)p, hi = lo + n < lo ? UINTPTR_MAX : lo + n;
   if (!n) return 0;
   pg_region_hit_t hits[MAX_PIECES];
   size_t nh = pg_regions_overlapping(lo, hi, hits, MAX_PIECES);
+  return query_hits(lo, hi, hits, nh, c);
+}
+
+static size_t query_hits(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t nh,
+                         collect_t *c) {
   if (nh > MAX_PIECES) nh = MAX_PIECES;
   for (size_t i = 0; i < nh; i++) {
     pg_region_rec_t *r = hits[i].rec;
+    if (c->mode == 2) {
+      /* A conflict check need not wait for a change under way on another thread (that
+       * thread's op is concurrent with this one): the region's summary, written at the end of
+       * each change, says whether anything here could be another stream's. */
+      uint32_t q = atomic_load_explicit(&r->quiet, memory_order_acquire);
+      if (q == PG_QUIET_EMPTY || q == c->st->id) continue;
+    }
     pthread_mutex_lock(&r->mu);
-    if (LD(r->gen) == hits[i].gen) set_visit(r, lo, hi, collect, c);
+    if (LD(r->gen) == hits[i].gen) region_visit(r, lo, hi, c);
     pthread_mutex_unlock(&r->mu);
   }
   return c->total;
@@ -380,6 +558,18 @@ size_t pg_access_conflicts(const void *p, size_t n, pg_dir_t dir, cudaStream_t s
   if (!st) return 0;
   collect_t c = {.mode = 2, .dir = dir, .st = st, .out = out, .cap = cap};
   return query(p, n, &c);
+}
+
+size_t pg_access_conflicts_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
+                              pg_access_t *out, size_t cap) {
+  if (lk->hi <= lk->lo) return 0;
+  pg_stream_t *st = pg_stream_get(stream);
+  if (!st) return 0;
+  collect_t c = {.mode = 2, .dir = dir, .st = st, .out = out, .cap = cap};
+  pg_region_hit_t buf[MAX_PIECES];
+  size_t nh;
+  const pg_region_hit_t *hits = pg_regions_of_lookup(lk, buf, MAX_PIECES, &nh);
+  return query_hits(lk->lo, lk->hi, hits, nh, &c);
 }
 
 bool pg_access_wait(const pg_access_t *a) {

@@ -190,6 +190,7 @@ int pg_region_add(const void *base, size_t size, pg_pin_how_t how, unsigned flag
     return -1;
   }
   pthread_mutex_lock(&r->mu);
+  atomic_store_explicit(&r->quiet, PG_QUIET_EMPTY, memory_order_release); /* nothing in flight */
   if (alloc_stack) pg_stack_copy(&r->stack, alloc_stack);
   else memset(&r->stack, 0, sizeof(r->stack));
   pthread_mutex_unlock(&r->mu);
@@ -349,8 +350,21 @@ int pg_region_find(const void *p, pg_region_t *out) {
   }
 }
 
-/* Each copy looks its range up twice (conflict check, then begin): a per-thread memo of the last
- * answer, valid while no writer has run since (the sequence number never repeats). */
+/* Each copy looks its span up three times (is it pinned, the conflict check, the begin), and
+ * copies go on into the same few buffers. Two per-thread memos, both valid only while no writer
+ * has run since they were filled (the sequence number never repeats):
+ * - the last few regions found *alone*: a region no other region overlaps answers, by itself,
+ *   every range inside it (a hit costs a few compares, not a walk);
+ * - the last answer for one exact range (any number of regions, up to MEMO_HITS). */
+#define SOLO_CACHE 16
+static __thread struct {
+  unsigned long seq;           /* 0: empty (a reader's sequence is never 0 after a fill) */
+  uintptr_t base, end;
+  pg_region_rec_t *rec;
+  uint64_t gen;
+} t_solo[SOLO_CACHE];
+static __thread unsigned t_solo_next, t_solo_last;
+
 #define MEMO_HITS 4
 static __thread struct {
   bool valid;
@@ -360,41 +374,69 @@ static __thread struct {
   pg_region_hit_t hits[MEMO_HITS];
 } t_memo;
 
-/* Collects overlapping entries in ascending key order: an in-order walk that skips subtrees whose
- * regions all end at or before lo and stops at the first base >= hi. */
+/* One walk of a consistent-looking tree (the caller's seqlock section judges it): overlapping
+ * entries in ascending key order, skipping subtrees whose regions all end at or before lo and
+ * stopping at the first base >= hi. */
+static size_t walk(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap) {
+  ix_node_t *stack[IX_STACK];
+  size_t sp = 0, steps = 0, limit = step_limit(), total = 0;
+  ix_node_t *t = LD(g_root);
+  for (;;) {
+    while (t && steps++ < limit) {
+      if (LD(t->maxend) <= lo || sp == IX_STACK) break;
+      stack[sp++] = t;
+      t = LD(t->kid[0]);
+    }
+    if (!sp || steps >= limit) break;
+    t = stack[--sp];
+    uintptr_t base = LD(t->base);
+    if (base >= hi) break;
+    uintptr_t end = LD(t->end);
+    if (end > lo) {
+      pg_region_rec_t *r = LD(t->rec);
+      if (!r) break;
+      if (total < cap) out[total] = (pg_region_hit_t){r, LD(r->gen), base, end};
+      total++;
+    }
+    t = LD(t->kid[1]);
+  }
+  return total;
+}
+
 size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap) {
   if (hi <= lo) return 0;
-  if (t_memo.valid && t_memo.lo == lo && t_memo.hi == hi &&
-      t_memo.seq == atomic_load_explicit(&g_seq, memory_order_acquire)) {
+  unsigned long now = atomic_load_explicit(&g_seq, memory_order_acquire);
+  /* The entry that answered last first: one copy asks about the same span three times. */
+  for (unsigned k = 0, i = t_solo_last; k <= SOLO_CACHE; i = k++) {
+    if (t_solo[i].seq == now && t_solo[i].base <= lo && hi <= t_solo[i].end) {
+      t_solo_last = i;
+      if (cap) out[0] = (pg_region_hit_t){t_solo[i].rec, t_solo[i].gen, t_solo[i].base,
+                                          t_solo[i].end};
+      return 1;
+    }
+  }
+  if (t_memo.valid && t_memo.lo == lo && t_memo.hi == hi && t_memo.seq == now) {
     size_t k = t_memo.total < cap ? t_memo.total : cap;
     memcpy(out, t_memo.hits, k * sizeof(*out));
     return t_memo.total;
   }
   for (;;) {
     unsigned long s = read_begin();
-    ix_node_t *stack[IX_STACK];
-    size_t sp = 0, steps = 0, limit = step_limit(), total = 0;
-    ix_node_t *t = LD(g_root);
-    for (;;) {
-      while (t && steps++ < limit) {
-        if (LD(t->maxend) <= lo || sp == IX_STACK) break;
-        stack[sp++] = t;
-        t = LD(t->kid[0]);
-      }
-      if (!sp || steps >= limit) break;
-      t = stack[--sp];
-      uintptr_t base = LD(t->base);
-      if (base >= hi) break;
-      uintptr_t end = LD(t->end);
-      if (end > lo) {
-        pg_region_rec_t *r = LD(t->rec);
-        if (!r) break;
-        if (total < cap) out[total] = (pg_region_hit_t){r, LD(r->gen), base, end};
-        total++;
-      }
-      t = LD(t->kid[1]);
-    }
+    size_t total = walk(lo, hi, out, cap);
+    /* One region holding the whole range: is it alone over its own extent? */
+    bool solo = total == 1 && cap && out[0].base <= lo && hi <= out[0].end &&
+                walk(out[0].base, out[0].end, NULL, 0) == 1;
     if (read_ok(s)) {
+      if (solo) {
+        unsigned i = t_solo_next++ % SOLO_CACHE;
+        t_solo_last = i;
+        t_solo[i].base = out[0].base;
+        t_solo[i].end = out[0].end;
+        t_solo[i].rec = out[0].rec;
+        t_solo[i].gen = out[0].gen;
+        t_solo[i].seq = s;
+        return 1;
+      }
       size_t k = total < cap ? total : cap;
       t_memo.valid = total <= k && total <= MEMO_HITS; /* only complete answers */
       if (t_memo.valid) {
@@ -407,6 +449,30 @@ size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, 
       return total;
     }
   }
+}
+
+_Static_assert(sizeof(((pg_lookup_t *)0)->hits[0]) == sizeof(pg_region_hit_t),
+               "a lookup's hits are region hits");
+
+size_t pg_region_lookup(const void *p, size_t n, pg_lookup_t *lk) {
+  uintptr_t lo = (uintptr_t)p, hi = lo + n < lo ? UINTPTR_MAX : lo + n;
+  lk->lo = lo;
+  lk->hi = hi;
+  /* Read first: a writer running meanwhile makes the lookup stale, never a stale one current. */
+  lk->version = atomic_load_explicit(&g_seq, memory_order_acquire);
+  lk->total = pg_regions_overlapping(lo, hi, (pg_region_hit_t *)(void *)lk->hits, PG_LOOKUP_HITS);
+  return lk->total;
+}
+
+const pg_region_hit_t *pg_regions_of_lookup(const pg_lookup_t *lk, pg_region_hit_t *out,
+                                            size_t cap, size_t *total) {
+  if (lk->total <= PG_LOOKUP_HITS && !(lk->version & 1) &&
+      lk->version == atomic_load_explicit(&g_seq, memory_order_acquire)) {
+    *total = lk->total;
+    return (const pg_region_hit_t *)(const void *)lk->hits;
+  }
+  *total = pg_regions_overlapping(lk->lo, lk->hi, out, cap);
+  return out;
 }
 
 size_t pg_region_find_range(const void *p, size_t n, pg_region_t *out, size_t cap) {

@@ -9,8 +9,8 @@
 _Atomic uint64_t pg_host_clock[PG_MAX_STREAMS];
 _Atomic(pg_stream_t *) pg_streams_by_id[PG_MAX_STREAMS];
 atomic_uint pg_nids = 1;
-_Atomic(pg_stream_t *) pg_legacy;
-_Atomic uint64_t pg_legacy_version;
+_Atomic(pg_stream_t *) pg_legacy[PG_MAX_DEVICES];
+_Atomic uint64_t pg_legacy_version[PG_MAX_DEVICES];
 
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 #define ST(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
@@ -28,7 +28,8 @@ static __thread struct {
   pg_stream_t *st;
   unsigned long gen;
 } t_cache[STREAM_CACHE];
-static __thread pg_stream_t *t_per_thread;
+/* The calling thread's per-thread default streams, one per device (allocated at first use). */
+static __thread pg_stream_t **t_per_thread;
 static pthread_key_t g_ptds_key;
 static pthread_once_t g_ptds_once = PTHREAD_ONCE_INIT;
 
@@ -46,20 +47,66 @@ static ev_snap_t *g_events;
 static __thread uint64_t t_snap[PG_MAX_STREAMS];
 static __thread unsigned t_snap_n;
 
+/* ---- devices ---------------------------------------------------------------------------------
+ * With one device (or no way to ask how many) every stream is device 0's and nothing is asked:
+ * the one-device process pays nothing. With several, the default-stream handles mean a
+ * different stream on each device, so resolving one asks the thread's current device. */
+static atomic_int g_ndevices; /* 0: not asked yet */
+
+static int device_count(void) {
+  int n = atomic_load_explicit(&g_ndevices, memory_order_relaxed);
+  if (n) return n;
+  n = 1;
+  int c = 0;
+  if (pg_ops.device_count && pg_ops.current_device && pg_ops.device_count(&c) == PG_DEV_OK &&
+      c > 1)
+    n = c;
+  atomic_store_explicit(&g_ndevices, n, memory_order_relaxed);
+  return n;
+}
+
+int pg_current_device(void) {
+  if (device_count() == 1) return 0;
+  int d = 0;
+  if (pg_ops.current_device(&d) != PG_DEV_OK || d < 0) d = 0;
+  return d;
+}
+
+/* The device of a stream the application created: the runtime's answer, else the current
+ * device (right when asked at its creation, which is when the shim tells the tracker its flags). */
+static int stream_device_of(cudaStream_t s) {
+  if (device_count() == 1) return 0;
+  int d = -1;
+  if (pg_ops.stream_device && pg_ops.stream_device(s, &d) == PG_DEV_OK && d >= 0) return d;
+  return pg_current_device();
+}
+
 /* ---- stream states -------------------------------------------------------------------------- */
 static void on_thread_exit(void *p) {
-  pg_stream_t *st = p;
-  ST(st->dead, true);
-  pg_stream_retire(st, 0);
+  pg_stream_t **per_dev = p;
+  for (int d = 0; d < PG_MAX_DEVICES; d++) {
+    pg_stream_t *st = per_dev[d];
+    if (!st) continue;
+    ST(st->dead, true);
+    pg_stream_retire(st, 0);
+  }
+  t_per_thread = NULL; /* a later use on this thread starts over (and gets here again) */
+  free(per_dev);
 }
 static void make_ptds_key(void) { pthread_key_create(&g_ptds_key, on_thread_exit); }
 
 /* Map lock held for writing. */
-static pg_stream_t *stream_new(cudaStream_t h, bool blocking, bool legacy) {
+static pg_stream_t *stream_new(cudaStream_t h, bool blocking, bool legacy, int device) {
   pg_stream_t *st = g_free_streams;
   if (st) {
     g_free_streams = st->next_free;
     pthread_mutex_lock(&st->mu);
+    /* Its idle events belong to its old device: a stream of another device cannot record them.
+     * Drained, so every event it owns is idle in the pool. */
+    if (LD(st->device) != device) {
+      while (st->npool) pg_ops.event_destroy(st->pool[--st->npool]);
+      st->nevents = 0;
+    }
     /* The old owner's work all retired: the host knows it complete, and the sequence goes on
      * from there, so clock entries naming this id stay true. */
     uint64_t own = LD(st->vc[st->id]);
@@ -78,6 +125,7 @@ static pg_stream_t *stream_new(cudaStream_t h, bool blocking, bool legacy) {
     atomic_store_explicit(&pg_nids, id + 1, memory_order_release);
   }
   st->handle = h;
+  ST(st->device, device);
   st->legacy_seen = 0;
   st->recycled = false;
   st->next_free = NULL;
@@ -87,24 +135,40 @@ static pg_stream_t *stream_new(cudaStream_t h, bool blocking, bool legacy) {
   return st;
 }
 
-static pg_stream_t *per_thread_stream(void) {
-  if (t_per_thread) return t_per_thread;
-  pthread_once(&g_ptds_once, make_ptds_key);
+static pg_stream_t *per_thread_stream(int device) {
+  if (t_per_thread && t_per_thread[device]) return t_per_thread[device];
+  if (!t_per_thread) {
+    pthread_once(&g_ptds_once, make_ptds_key);
+    if (!(t_per_thread = calloc(PG_MAX_DEVICES, sizeof *t_per_thread))) return NULL;
+    pthread_setspecific(g_ptds_key, t_per_thread);
+  }
   pthread_rwlock_wrlock(&g_map_lock);
-  t_per_thread = stream_new(cudaStreamPerThread, true, false);
+  pg_stream_t *st = stream_new(cudaStreamPerThread, true, false, device);
   pthread_rwlock_unlock(&g_map_lock);
-  if (t_per_thread) pthread_setspecific(g_ptds_key, t_per_thread);
-  return t_per_thread;
+  return t_per_thread[device] = st;
 }
 
+static pg_stream_t *legacy_stream(int device) {
+  pg_stream_t *st = atomic_load_explicit(&pg_legacy[device], memory_order_acquire);
+  if (st) return st;
+  pthread_rwlock_wrlock(&g_map_lock);
+  st = atomic_load_explicit(&pg_legacy[device], memory_order_acquire);
+  if (!st && (st = stream_new(0, true, true, device)))
+    atomic_store_explicit(&pg_legacy[device], st, memory_order_release);
+  pthread_rwlock_unlock(&g_map_lock);
+  return st;
+}
+
+/* A stream the application created (never a default-stream handle). */
 static pg_stream_t *lookup_or_add(cudaStream_t s, int known_flags, unsigned flags) {
   pg_stream_t *st = NULL;
   pthread_rwlock_rdlock(&g_map_lock);
   HASH_FIND(hh, g_map, &s, sizeof(s), st);
   pthread_rwlock_unlock(&g_map_lock);
   if (st) return st;
-  bool legacy = (s == 0);
-  if (!legacy && !known_flags) {
+  int device = stream_device_of(s);
+  if (device >= PG_MAX_DEVICES) return NULL;
+  if (!known_flags) {
     flags = 0; /* unknown: blocking, the default, which can only hide conflicts */
     bool nonblocking = false;
     if (pg_ops.stream_nonblocking && pg_ops.stream_nonblocking(s, &nonblocking) == PG_DEV_OK &&
@@ -113,7 +177,7 @@ static pg_stream_t *lookup_or_add(cudaStream_t s, int known_flags, unsigned flag
   }
   pthread_rwlock_wrlock(&g_map_lock);
   HASH_FIND(hh, g_map, &s, sizeof(s), st);
-  if (!st && (st = stream_new(s, legacy || !(flags & cudaStreamNonBlocking), legacy))) {
+  if (!st && (st = stream_new(s, !(flags & cudaStreamNonBlocking), false, device))) {
     pg_hash_oom = 0;
     HASH_ADD(hh, g_map, handle, sizeof(st->handle), st);
     if (pg_hash_oom) {
@@ -122,8 +186,6 @@ static pg_stream_t *lookup_or_add(cudaStream_t s, int known_flags, unsigned flag
       st->next_free = g_free_streams;
       g_free_streams = st;
       st = NULL;
-    } else if (legacy) {
-      atomic_store_explicit(&pg_legacy, st, memory_order_release);
     }
   }
   pthread_rwlock_unlock(&g_map_lock);
@@ -131,8 +193,11 @@ static pg_stream_t *lookup_or_add(cudaStream_t s, int known_flags, unsigned flag
 }
 
 pg_stream_t *pg_stream_get(cudaStream_t s) {
-  if (s == cudaStreamLegacy) s = 0;
-  if (s == cudaStreamPerThread) return per_thread_stream();
+  if (s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread) {
+    int device = pg_current_device();
+    if (device >= PG_MAX_DEVICES) return NULL;
+    return s == cudaStreamPerThread ? per_thread_stream(device) : legacy_stream(device);
+  }
   unsigned long gen = atomic_load_explicit(&g_map_gen, memory_order_acquire);
   uintptr_t k = (uintptr_t)s;
   unsigned slot = (unsigned)((k >> 4) ^ (k >> 12)) % STREAM_CACHE;
@@ -210,24 +275,29 @@ static void join_into(pg_stream_t *st, const _Atomic uint64_t *src, unsigned n) 
 }
 
 void pg_stream_clock_changed(pg_stream_t *st) {
-  if (LD(st->legacy)) atomic_fetch_add_explicit(&pg_legacy_version, 1, memory_order_relaxed);
+  if (LD(st->legacy))
+    atomic_fetch_add_explicit(&pg_legacy_version[LD(st->device)], 1, memory_order_relaxed);
 }
 
+/* The implicit ordering holds among the streams of one device: a device's legacy stream and its
+ * blocking streams. Another device's legacy stream orders nothing here. */
 void pg_stream_legacy_sync(pg_stream_t *st) {
   if (!LD(st->blocking)) return;
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
-  if (LD(st->legacy)) { /* legacy work waits for all prior work on every blocking stream */
+  if (LD(st->legacy)) { /* legacy work waits for all prior work on its device's blocking streams */
     for (unsigned id = 1; id < n; id++) {
       pg_stream_t *b = atomic_load_explicit(&pg_streams_by_id[id], memory_order_acquire);
       if (!b || b == st || !LD(b->blocking)) continue; /* destroyed ones' work still runs */
+      if (LD(b->device) != LD(st->device)) continue;
       join_into(st, b->vc, n);
     }
     pg_stream_clock_changed(st);
     return;
   }
-  pg_stream_t *L = atomic_load_explicit(&pg_legacy, memory_order_acquire);
+  int device = LD(st->device);
+  pg_stream_t *L = atomic_load_explicit(&pg_legacy[device], memory_order_acquire);
   if (!L) return;
-  uint64_t v = atomic_load_explicit(&pg_legacy_version, memory_order_relaxed);
+  uint64_t v = atomic_load_explicit(&pg_legacy_version[device], memory_order_relaxed);
   if (v == st->legacy_seen) return; /* nothing new on the legacy stream: skip the O(n) join */
   join_into(st, L->vc, n);
   st->legacy_seen = v;
@@ -248,9 +318,9 @@ bool pg_acc_complete(const pg_acc_t *a) {
 bool pg_stream_ordered_after(const pg_stream_t *st, const pg_acc_t *a) {
   uint32_t sid = a->pub.stream_id;
   if (sid == st->id || LD(st->vc[sid]) >= a->pub.seq) return true;
-  if (!LD(st->blocking) || !a->blocking) return false;
+  if (!LD(st->blocking) || !a->blocking || a->pub.device != LD(st->device)) return false;
   if (LD(st->legacy)) return true;
-  pg_stream_t *L = atomic_load_explicit(&pg_legacy, memory_order_acquire);
+  pg_stream_t *L = atomic_load_explicit(&pg_legacy[a->pub.device], memory_order_acquire);
   if (!L) return false;
   return sid == L->id || LD(L->vc[sid]) >= a->pub.seq;
 }
@@ -258,6 +328,19 @@ bool pg_stream_ordered_after(const pg_stream_t *st, const pg_acc_t *a) {
 /* ---- pools ------------------------------------------------------------------------------------
  * Retirement returns events to the pool, and the fault handler retires: the pool is grown when an
  * event is created (never from the handler), so that every event the stream owns fits in it. */
+/* An event belongs to the device current at its creation, and only a stream of that device can
+ * record it: it is created with the stream's device current, and the thread's device is put
+ * back at once. */
+static bool create_event_on(int device, cudaEvent_t *e) {
+  int cur = 0;
+  bool switch_dev = device_count() > 1 && pg_ops.set_device &&
+                    pg_ops.current_device(&cur) == PG_DEV_OK && cur != device;
+  if (switch_dev && pg_ops.set_device(device) != PG_DEV_OK) return false;
+  bool ok = pg_ops.event_create(e) == PG_DEV_OK;
+  if (switch_dev) pg_ops.set_device(cur);
+  return ok;
+}
+
 bool pg_stream_take_event(pg_stream_t *st, cudaEvent_t *e) {
   if (st->npool) {
     *e = st->pool[--st->npool];
@@ -270,7 +353,7 @@ bool pg_stream_take_event(pg_stream_t *st, cudaEvent_t *e) {
     st->pool = p;
     st->cap_pool = cap;
   }
-  if (pg_ops.event_create(e) != PG_DEV_OK) return false;
+  if (!create_event_on(LD(st->device), e)) return false;
   st->nevents++;
   return true;
 }
@@ -301,33 +384,67 @@ static void maybe_recycle(pg_stream_t *st) {
   pthread_rwlock_unlock(&g_map_lock);
 }
 
-void pg_stream_retire(pg_stream_t *st, size_t max) {
-  for (size_t done = 0; !max || done < max; done++) {
-    pthread_mutex_lock(&st->mu);
+/* st->mu held: a retired access's event and record go back to st's pools. */
+static void recycle(pg_stream_t *st, pg_acc_t *a) {
+  pg_stream_give_event(st, a->pub.event);
+  a->fifo_next = st->free_accs;
+  st->free_accs = a;
+}
+
+size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later) {
+  size_t done = 0;
+  pg_acc_t **tail = later;
+  while (*tail) tail = &(*tail)->fifo_next;
+  for (; !max || done < max; done++) {
     pg_acc_t *a = st->fifo_head;
-    /* Only the oldest needs polling: a stream completes in order. An access not yet in its
-     * region's set is still being begun by another thread; it retires next time. */
-    if (!a || !atomic_load_explicit(&a->inserted, memory_order_acquire) ||
-        !pg_acc_complete(a)) {
-      pthread_mutex_unlock(&st->mu);
+    /* Only the oldest needs polling: a stream completes in order. An access not ready is still
+     * being begun by another thread; it retires next time. */
+    if (!a || !atomic_load_explicit(&a->ready, memory_order_acquire) || !pg_acc_complete(a))
       break;
-    }
     st->fifo_head = a->fifo_next;
     if (!st->fifo_head) st->fifo_tail = NULL;
-    pthread_mutex_unlock(&st->mu);
+    st->nfifo--;
+    int where = atomic_load_explicit(&a->where, memory_order_relaxed);
+    if (where == PG_IN_OWN) {
+      pg_inflight_own_unlink(a); /* st owns the region: its lock is the list's */
+    } else if (where == PG_IN_NONE) {
+      a->hooked = false; /* its region went away: the retire hook is owed nothing */
+    }
+    if (where == PG_IN_SET || a->hooked) { /* needs the region's lock, or the hook: later */
+      a->fifo_next = NULL;
+      *tail = a;
+      tail = &a->fifo_next;
+    } else {
+      recycle(st, a);
+    }
+  }
+  return done;
+}
 
+void pg_stream_retire_finish(pg_stream_t *st, pg_acc_t *later) {
+  for (pg_acc_t *a = later; a; a = a->fifo_next) {
     /* Only while its region lives: a removed region's pages were forgotten with it, and its
      * address range may already belong to a new region whose counts are not this access's. */
-    if (pg_inflight_remove(a) && a->hooked)
-      pg_hook_retire(a->hook_lo, a->hook_hi, a->pub.dir, pg_hook_ctx);
-    atomic_fetch_sub_explicit(&pg_inflight_total, 1, memory_order_relaxed);
-
-    pthread_mutex_lock(&st->mu);
-    pg_stream_give_event(st, a->pub.event);
-    a->fifo_next = st->free_accs;
-    st->free_accs = a;
-    pthread_mutex_unlock(&st->mu);
+    bool live = atomic_load_explicit(&a->where, memory_order_relaxed) != PG_IN_SET ||
+                pg_inflight_remove(a);
+    if (live && a->hooked) pg_hook_retire(a->hook_lo, a->hook_hi, a->pub.dir, pg_hook_ctx);
   }
+  pthread_mutex_lock(&st->mu);
+  while (later) {
+    pg_acc_t *next = later->fifo_next;
+    recycle(st, later);
+    later = next;
+  }
+  pthread_mutex_unlock(&st->mu);
+}
+
+void pg_stream_retire(pg_stream_t *st, size_t max) {
+  pg_acc_t *later = NULL;
+  pthread_mutex_lock(&st->mu);
+  size_t done = pg_stream_retire_locked(st, max, &later);
+  pthread_mutex_unlock(&st->mu);
+  if (later) pg_stream_retire_finish(st, later);
+  if (done) atomic_fetch_sub_explicit(&pg_inflight_total, done, memory_order_relaxed);
   if (LD(st->dead)) maybe_recycle(st);
 }
 
@@ -469,11 +586,20 @@ void pg_hb_sync_prepare(cudaStream_t s) {
   t_snap_n = n;
 }
 
+/* cudaDeviceSynchronize waits for the current device's streams only (its default streams and
+ * destroyed ones with work left included): the host then knows their work complete, and what that
+ * work was ordered after, on any device. */
 void pg_hb_sync_prepare_device(void) {
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
-  for (unsigned id = 0; id < n; id++) {
+  int device = pg_current_device();
+  memset(t_snap, 0, n * sizeof t_snap[0]);
+  for (unsigned id = 1; id < n; id++) {
     pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[id], memory_order_acquire);
-    t_snap[id] = st ? LD(st->vc[id]) : 0;
+    if (!st || LD(st->device) != device) continue;
+    for (unsigned i = 1; i < n; i++) {
+      uint64_t v = LD(st->vc[i]);
+      if (v > t_snap[i]) t_snap[i] = v;
+    }
   }
   t_snap_n = n;
 }
@@ -588,6 +714,7 @@ static void reset_stream(pg_stream_t *st) {
     a = next;
   }
   st->fifo_head = st->fifo_tail = NULL;
+  st->nfifo = 0;
   while (st->free_accs) {
     a = st->free_accs;
     st->free_accs = a->fifo_next;

@@ -30,7 +30,7 @@ static void lock_rec(pg_region_rec_t *r) { pthread_mutex_lock(&r->mu); }
 static void unlock_rec(pg_region_rec_t *r) { pthread_mutex_unlock(&r->mu); }
 static void reset_rec(pg_region_rec_t *r) {
   pthread_mutex_unlock(&r->mu);
-  pg_inflight_clear_region(r); /* the child inherited the parent's in-flight pieces */
+  pg_inflight_clear_region_child(r); /* the child inherited the parent's in-flight pieces */
 }
 
 void pg_tracker_atfork_prepare(void) {

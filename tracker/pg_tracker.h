@@ -22,8 +22,9 @@
 int pg_tracker_init(const pg_devops_t *ops);
 
 /* Guard-page hooks (optional, NULL to clear; set before tracking starts), called outside every
- * tracker lock. on_begin runs when an access piece starts being tracked, before any thread can
- * retire it, and says whether it counted the piece; it may widen [*lo, *hi) to the range it
+ * tracker lock. on_begin runs when an access piece starts being tracked: after it is indexed
+ * (so a fault on the pages it protects finds the piece), before any thread can retire it; it
+ * says whether it counted the piece; it may widen [*lo, *hi) to the range it
  * counted, which is what on_retire is then given. on_retire runs exactly once for each piece
  * on_begin counted: when it retires, or at once when its region went away before the piece could
  * be indexed. A piece whose region is removed while it is in flight gets no on_retire: removing a
@@ -58,6 +59,24 @@ size_t pg_region_find_range(const void *p, size_t n, pg_region_t *out, size_t ca
 int pg_region_stack(uint64_t id, pg_stack_t *out);
 size_t pg_region_count(void);
 
+/* One lookup of the regions overlapping a span, for a caller that asks about the same span
+ * several times (is it pinned, its conflicts, its begin): the *_at calls below reuse it while no
+ * region was pinned or unpinned since it was made, and look again otherwise (or when more than
+ * PG_LOOKUP_HITS regions overlap). */
+#define PG_LOOKUP_HITS 4
+typedef struct pg_lookup {
+  uintptr_t lo, hi;
+  unsigned long version;  /* the region index's version it was made at */
+  size_t total;           /* regions overlapping [lo, hi) */
+  struct {
+    void *rec;
+    uint64_t gen;
+    uintptr_t base, end;
+  } hits[PG_LOOKUP_HITS];
+} pg_lookup_t;
+/* Fills *lk for [p, p+n); returns how many regions overlap it. */
+size_t pg_region_lookup(const void *p, size_t n, pg_lookup_t *lk);
+
 /* ---- the in-flight table -------------------------------------------------------------------
  * An access is recorded per region it touches ("piece"), each with its own completion event. */
 typedef struct pg_origin {
@@ -72,6 +91,7 @@ typedef struct pg_access {
   pg_dir_t dir;
   cudaStream_t stream;  /* as passed to pg_access_begin */
   uint32_t stream_id;   /* dense id (vector clock index) */
+  int device;           /* the stream's device */
   uint64_t seq;         /* position in the stream's order */
   cudaEvent_t event;    /* recorded on the stream right after the access was enqueued */
   uint64_t enqueue_ns;  /* CLOCK_MONOTONIC */
@@ -86,6 +106,9 @@ typedef struct pg_access {
  * (0: no region there), or -1 when no event could be had (the access is then not tracked). */
 int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
                     const pg_origin_t *origin, const pg_stack_t *stack);
+/* The same, for the span of lookup *lk (made by pg_region_lookup). */
+int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
+                       const pg_origin_t *origin, const pg_stack_t *stack);
 /* In-flight accesses overlapping [p, p+n): all of them, or only those that may write
  * (writes_only). Fills min(total, cap) of out, returns total. Completed ones are not counted. */
 size_t pg_inflight_query(const void *p, size_t n, int writes_only, pg_access_t *out, size_t cap);
@@ -93,6 +116,8 @@ size_t pg_inflight_query(const void *p, size_t n, int writes_only, pg_access_t *
  * streams it would race with (RAW/WAR/WAW; read/read never), i.e. not ordered before it. */
 size_t pg_access_conflicts(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
                            pg_access_t *out, size_t cap);
+size_t pg_access_conflicts_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
+                              pg_access_t *out, size_t cap);
 /* Blocks until the access *a completed (its event), then retires it. False: the event could not
  * be waited for. */
 bool pg_access_wait(const pg_access_t *a);
@@ -114,7 +139,7 @@ void pg_hb_enqueue(cudaStream_t s);
 /* Host syncs come in two halves, because other threads may enqueue while the call blocks: the
  * snapshot (thread-local) is taken before the real call and learned after it succeeded. */
 void pg_hb_sync_prepare(cudaStream_t s);      /* before cudaStreamSynchronize / cudaStreamQuery */
-void pg_hb_sync_prepare_device(void);         /* before cudaDeviceSynchronize */
+void pg_hb_sync_prepare_device(void);  /* before cudaDeviceSynchronize: the current device's */
 void pg_hb_sync_done(int succeeded);          /* after either */
 
 /* ---- host functions: CPU work a stream runs in its own order -------------------------------

@@ -19,6 +19,9 @@ extern __thread int pg_hash_oom; /* set when a uthash add could not allocate */
 /* Dense stream ids index the vector clocks; id 0 is never used. Beyond this many streams alive
  * at once, new streams are not tracked. */
 #define PG_MAX_STREAMS 512
+/* Devices with ordinals at or beyond this one are not tracked (their default streams resolve to
+ * no state, as when out of stream ids). */
+#define PG_MAX_DEVICES 64
 
 /* A region's in-flight set keeps its first slots inside the record (one cache line), and adds a
  * uthash by address once it holds PG_HASH_SLOTS distinct starts. */
@@ -44,6 +47,17 @@ struct pg_region_rec {
   _Atomic uint64_t id;
   _Atomic int how;
   _Atomic unsigned flags;
+  /* The region's owner: the stream whose accesses here are kept on own_head (a plain list, in
+   * no order) instead of in the set. Changed only with mu and the owner's lock both held (so the
+   * owner's lock alone keeps it fixed); the list is protected by the owner's lock. Most regions
+   * are used by one stream at a time: its copies then insert, retire and check conflicts without
+   * this record's lock (tracker/README.md, "The owner's list"). */
+  _Atomic(pg_stream_t *) owner;
+  pg_acc_t *own_head;
+  /* For a lock-free conflict check, written under mu at the end of each change: PG_QUIET_EMPTY
+   * when nothing is in flight here (no owner, empty set), the owner's id when the set is empty
+   * (only the owner's accesses, on its list), 0 otherwise. */
+  _Atomic uint32_t quiet;
   pthread_mutex_t mu;          /* protects everything below */
   /* in-flight set: slots (one per distinct access start) sorted by lo, and hashed by lo once
    * there are many (PG_HASH_SLOTS) */
@@ -72,6 +86,9 @@ typedef struct pg_region_hit {
 
 /* Regions overlapping [lo, hi), ascending by base; fills min(total, cap), returns total. */
 size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap);
+/* The regions overlapping lk's span (hits are lk's own while it is current, else out's). */
+const pg_region_hit_t *pg_regions_of_lookup(const pg_lookup_t *lk, pg_region_hit_t *out,
+                                            size_t cap, size_t *total);
 /* Calls fn on every region record ever allocated (fork handlers). */
 void pg_regions_for_each_rec(void (*fn)(pg_region_rec_t *));
 void pg_regions_lock_writer(void);
@@ -85,16 +102,22 @@ struct pg_slot {
   UT_hash_handle hh;
 };
 
+/* Where an access is indexed. PG_IN_OWN: on its region's owner list (its stream is the owner;
+ * changed with that stream's lock held); PG_IN_SET: in its region's set (region lock). */
+enum { PG_IN_NONE, PG_IN_OWN, PG_IN_SET, PG_IN_PENDING };
+#define PG_QUIET_EMPTY UINT32_MAX
+
 struct pg_acc {
   pg_access_t pub;
   bool blocking;               /* its stream is ordered by the legacy default stream */
   bool hooked;                 /* the begin hook counted it: the retire hook owes it one call */
   uintptr_t hook_lo, hook_hi;  /* the range the begin hook counted */
-  atomic_bool inserted;        /* in its region's set (or orphaned): retirement may take it */
+  atomic_bool ready;           /* indexed and its begin hook done: retirement may take it */
+  _Atomic int where;           /* PG_IN_* */
   pg_region_rec_t *region;
   uint64_t region_gen;
   pg_slot_t *slot;
-  pg_acc_t *slot_next, *slot_prev;
+  pg_acc_t *slot_next, *slot_prev; /* the slot's list, or the owner list */
   pg_acc_t *fifo_next;
   pg_stream_t *stream;
 };
@@ -107,9 +130,13 @@ void pg_deferred_drain(void);
 /* Drops a region's whole in-flight set (region removed, or fork child); accesses stay in their
  * stream FIFOs and retire there. */
 void pg_inflight_clear_region(pg_region_rec_t *rec);
-/* Takes a retired access out of its region's set. False if the region went away meanwhile (the
- * region's removal ended the access's bookkeeping, guard pages included). */
+/* The same in a fork child, whose stream locks are still held by its only thread. */
+void pg_inflight_clear_region_child(pg_region_rec_t *rec);
+/* Takes a retired access out of its region's set (PG_IN_SET). False if the region went away
+ * meanwhile (the region's removal ended the access's bookkeeping, guard pages included). */
 bool pg_inflight_remove(pg_acc_t *a);
+/* a's stream's lock held, a on its region's owner list: takes it off. */
+void pg_inflight_own_unlink(pg_acc_t *a);
 
 /* ---- streams and vector clocks (pg_streams.c) --------------------------------------------- */
 /* Type-stable and bound to one dense id for life; recycled for a new stream once the old one
@@ -120,17 +147,19 @@ struct pg_stream {
   atomic_bool blocking;        /* not cudaStreamNonBlocking: ordered by the legacy stream */
   atomic_bool legacy;          /* the legacy default stream */
   atomic_bool dead;            /* destroyed (or its thread exited); recycled once drained */
+  atomic_int device;           /* the device it belongs to (its events are created there) */
   bool recycled;               /* on the free list (stream map lock) */
   pthread_mutex_t mu;          /* protects the FIFO, pools, and writes to vc */
   _Atomic uint64_t vc[PG_MAX_STREAMS]; /* vc[id] is this stream's own sequence */
   uint64_t legacy_seen;        /* legacy stream clock version last joined */
   pg_acc_t *fifo_head, *fifo_tail;
   unsigned begins_since_poll;  /* begins since this stream's FIFO head was last polled */
+  size_t nfifo;                /* accesses on the FIFO */
   cudaEvent_t *pool;           /* idle completion events */
   size_t npool, cap_pool;      /* cap_pool >= nevents: returning one never grows the pool */
   size_t nevents;              /* events this stream owns: idle in the pool or its accesses' */
   pg_acc_t *free_accs;
-  UT_hash_handle hh;           /* stream map, keyed by handle */
+  UT_hash_handle hh;           /* stream map, keyed by handle (default streams are not in it) */
   pg_stream_t *next_free;
 };
 
@@ -140,12 +169,16 @@ extern __thread bool pg_t_in_hostfn;
 extern __thread pg_hostfn_pos_t pg_t_hostfn;
 extern _Atomic(pg_stream_t *) pg_streams_by_id[PG_MAX_STREAMS];
 extern atomic_uint pg_nids;    /* ids in use are 1 .. pg_nids-1 */
-extern _Atomic(pg_stream_t *) pg_legacy;
-extern _Atomic uint64_t pg_legacy_version;
+/* Each device's legacy stream, and a version that moves with its clock. */
+extern _Atomic(pg_stream_t *) pg_legacy[PG_MAX_DEVICES];
+extern _Atomic uint64_t pg_legacy_version[PG_MAX_DEVICES];
 
-/* The state for a stream handle (0 and cudaStreamLegacy are the legacy stream,
- * cudaStreamPerThread the calling thread's); NULL when out of ids or memory. */
+/* The state for a stream handle (0 and cudaStreamLegacy are the current device's legacy stream,
+ * cudaStreamPerThread the calling thread's on the current device); NULL when out of ids or
+ * memory, or the device is beyond PG_MAX_DEVICES. */
 pg_stream_t *pg_stream_get(cudaStream_t s);
+/* The calling thread's current device: 0 without asking while the process has one device. */
+int pg_current_device(void);
 /* Applies the legacy default stream's implicit ordering to an op about to be enqueued on st.
  * st->mu held. */
 void pg_stream_legacy_sync(pg_stream_t *st);
@@ -160,6 +193,12 @@ pg_acc_t *pg_stream_alloc_acc(pg_stream_t *st);
 void pg_stream_clock_changed(pg_stream_t *st);
 /* Retires the completed head of st's FIFO, at most `max` accesses (0 = all completed). */
 void pg_stream_retire(pg_stream_t *st, size_t max);
+/* st->mu held: takes up to `max` (0 = all) completed, ready accesses off the FIFO head. Those on
+ * an owner list without a retire hook owed are finished at once (pools); the others (in a set,
+ * or owed a hook call) are chained on *later for pg_stream_retire_finish, which needs st->mu
+ * released. Returns how many left the FIFO. */
+size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later);
+void pg_stream_retire_finish(pg_stream_t *st, pg_acc_t *later);
 /* Whether access a is known complete (host clock, else its event); learns what it finds. */
 bool pg_acc_complete(const pg_acc_t *a);
 /* Whether an access on st enqueued now is ordered after a. */

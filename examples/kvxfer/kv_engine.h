@@ -25,6 +25,7 @@ typedef struct kv_config {
   int compute_us;      /* simulated model compute before each transfer, on the KV stream */
   int annotate_commit; /* call pinguard_commit() on a staging chunk before committing it */
   int no_release_annotation; /* the pinned allocator does not call pinguard_release */
+  int devices;         /* engines, one per device and thread, sharing one pinned allocator */
 } kv_config_t;
 
 typedef struct kv_result {
@@ -38,7 +39,10 @@ typedef struct kv_result {
 void kv_config_default(kv_config_t *cfg);
 
 /* Runs store + retrieve + verify. Forks the store process first, so call it before any other
- * CUDA call in the process. Returns 0 when it ran (res filled, corruption or not), -1 on an
+ * CUDA call in the process. With cfg->devices = N > 1, N engines run at once, engine k on its
+ * own thread with device k current, each with its own cache, streams, staging and store process,
+ * all of them sharing one caching pinned allocator; res then sums their blocks, corruptions and
+ * bytes, and each phase's time runs from all engines starting it to the last one finishing. Returns 0 when it ran (res filled, corruption or not), -1 on an
  * error (already printed to stderr). */
 int kv_run(const kv_config_t *cfg, kv_result_t *res);
 

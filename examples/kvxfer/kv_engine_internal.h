@@ -33,6 +33,7 @@ typedef struct kv_engine {
   uint8_t *sendbuf;  /* serialize: the pageable "pickled" copy of a chunk */
   uint8_t *fetchbuf; /* retrieve: pageable landing buffer for one fetched chunk */
   kv_pcache_t *pcache;
+  int pcache_shared; /* several engines' allocator: not this engine's to destroy */
 } kv_engine_t;
 
 /* Prints "kvxfer: <what> failed: <error name>" and returns 0 unless err is cudaSuccess. */

@@ -44,6 +44,8 @@ void kv_print_usage(FILE *out) {
           "  --no-release-annotation\n"
           "                        the pinned allocator does not call pinguard_release()\n"
           "                        (what guard pages must catch on their own)\n"
+          "  --devices N           N engines at once, engine k on device k and its own thread,\n"
+          "                        sharing one pinned allocator (default 1)\n"
           "  --json                also print a one-line JSON summary\n"
           "  --help                this text\n");
 }
@@ -87,6 +89,7 @@ int kv_parse_options(int argc, char **argv, kv_cli_t *cli) {
                                            {"help", no_argument, NULL, 'h'},
                                            {"annotate-commit", no_argument, NULL, 'a'},
                                            {"no-release-annotation", no_argument, NULL, 'r'},
+                                           {"devices", required_argument, NULL, 'd'},
                                            {NULL, 0, NULL, 0}};
   kv_config_t *cfg = &cli->cfg;
   kv_config_default(cfg);
@@ -137,6 +140,9 @@ int kv_parse_options(int argc, char **argv, kv_cli_t *cli) {
       break;
     case 'r':
       cfg->no_release_annotation = 1;
+      break;
+    case 'd':
+      if (!kv_int("devices", optarg, 1, 64, &cfg->devices)) return KV_EXIT_USAGE;
       break;
     case 'h':
       kv_print_usage(stdout);

@@ -78,7 +78,9 @@ void *kv_pcache_alloc(kv_pcache_t *c, size_t n) {
     }
     b = calloc(1, sizeof(*b));
     if (!b) goto fail;
-    if (cudaHostAlloc(&p, size, cudaHostAllocDefault) != cudaSuccess) {
+    /* Portable: with several engines (devices) sharing the allocator, any device may copy to or
+     * from a block, whichever device allocated it. */
+    if (cudaHostAlloc(&p, size, cudaHostAllocPortable) != cudaSuccess) {
       free(b);
       goto fail;
     }

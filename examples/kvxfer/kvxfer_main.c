@@ -12,10 +12,12 @@ int main(int argc, char **argv) {
   if (stop >= 0) return stop;
   const kv_config_t *c = &cli.cfg;
   printf("kvxfer: model %s, %d chunks of %d blocks, group %d, xfer %s, transport %s, sync %s, "
-         "bug %s, compute %d us\n",
+         "bug %s, compute %d us",
          c->model->name, c->chunks, c->model->blocks_per_chunk, c->group, kv_xfer_name(c->xfer),
          kv_transport_name(c->transport), kv_sync_name(c->sync), kv_bug_name(c->bug),
          c->compute_us);
+  if (c->devices > 1) printf(", %d devices (one engine each)", c->devices);
+  printf("\n");
   fflush(stdout); /* before the store process is forked */
 
   kv_result_t r;
@@ -31,11 +33,11 @@ int main(int argc, char **argv) {
            "\"sync\":\"%s\",\"bug\":\"%s\",\"compute_us\":%d,\"annotate_commit\":%d,\"blocks\":%"
            "lld,\"corrupted\":%lld,"
            "\"bytes\":%zu,\"store_s\":%.6f,\"retrieve_s\":%.6f,\"store_gbps\":%.3f,"
-           "\"retrieve_gbps\":%.3f,\"pin_host_allocs\":%zu,\"pin_reuses\":%zu}\n",
+           "\"retrieve_gbps\":%.3f,\"pin_host_allocs\":%zu,\"pin_reuses\":%zu,\"devices\":%d}\n",
            c->model->name, c->chunks, c->group, kv_xfer_name(c->xfer),
            kv_transport_name(c->transport), kv_sync_name(c->sync), kv_bug_name(c->bug),
            c->compute_us, c->annotate_commit, (long long)r.blocks, (long long)r.corrupted, r.bytes,
            r.store_s, r.retrieve_s, kv_gbps(r.bytes, r.store_s), kv_gbps(r.bytes, r.retrieve_s),
-           r.pin_host_allocs, r.pin_reuses);
+           r.pin_host_allocs, r.pin_reuses, c->devices);
   return r.corrupted ? KV_EXIT_CORRUPT : KV_EXIT_OK;
 }

@@ -12,6 +12,7 @@
  * Either way the program prints "CALL transferred N of N bytes: ..." only for a full transfer.
  * "reader" hands a call of the first kind a buffer the device only reads: the kernel reading it
  * too is no conflict, so there is no report. Usage: bug|fixed|reader CALL. */
+#include <stdbool.h>
 #include <aio.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -414,6 +415,11 @@ static const struct {
 };
 
 /* Sets up every sink; a filling call's source (where) already holds n bytes of SRC_BYTE. */
+static int g_msq = -1;
+static void remove_msq(void) {
+  if (g_msq >= 0) msgctl(g_msq, IPC_RMID, NULL);
+}
+
 static void setup(io_t *io, side_t side, sink_t where, size_t n) {
   char path[] = "/tmp/pg_guard_io.XXXXXX";
   io->other = malloc(N);
@@ -428,8 +434,14 @@ static void setup(io_t *io, side_t side, sink_t where, size_t n) {
   char qname[64];
   snprintf(qname, sizeof qname, "/pg_guard_io.%d", (int)getpid());
   io->q = mq_open(qname, O_CREAT | O_EXCL | O_RDWR, 0600, &a);
+  bool unlinked = io->q == (mqd_t)-1 || mq_unlink(qname) == 0; /* whatever fails below */
   io->msq = msgget(IPC_PRIVATE, 0600);
-  if (!io->f || io->q == (mqd_t)-1 || io->msq < 0 || mq_unlink(qname) || pipe(io->pipe) ||
+  /* A System V queue outlives its process: removed at exit, or runs would use up msgmni. */
+  if (io->msq >= 0) {
+    g_msq = io->msq;
+    atexit(remove_msq);
+  }
+  if (!io->f || io->q == (mqd_t)-1 || !unlinked || io->msq < 0 || pipe(io->pipe) ||
       socketpair(AF_UNIX, SOCK_STREAM, 0, io->sock)) {
     perror("setup");
     exit(2);

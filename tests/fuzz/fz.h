@@ -12,6 +12,7 @@
 #define FZ_MAXS 16     /* streams (in all) */
 #define FZ_MAXE 16     /* events (in all) */
 #define FZ_MAXB 16     /* buffer slots (in all) */
+#define FZ_MAXD 8      /* simulated devices */
 #define FZ_PAGE 4096u
 #define FZ_MAXPAGES 8  /* pages per pinned buffer */
 #define FZ_DEVBYTES (FZ_MAXPAGES * FZ_PAGE * 2) /* device scratch per stream */
@@ -33,7 +34,8 @@
   X(GATE)    /* stream: a closed gate (host function) */                                     \
   X(OPEN)    /* - : opens every gate */                                                      \
   X(HOSTFN)  /* stream slot off len: a host function that reads the bytes */                \
-  X(CPU)     /* write slot off len val: a CPU read (write=0) or write of the bytes */
+  X(CPU)     /* write slot off len val: a CPU read (write=0) or write of the bytes */        \
+  X(SETDEV)  /* device: cudaSetDevice (--devices N only) */
 
 enum fz_code {
 #define FZ_ENUM(n) FZ_##n,
@@ -56,6 +58,8 @@ typedef struct fz_ops {
 typedef struct fz_cfg {
   int mode_enforce;     /* 0 audit, 1 enforce (data is checked) */
   int threads, streams, events, slots;
+  int devices;          /* --devices N: SIMCUDA_DEVICES; stream and event i belong to device
+                           i % N (counted per thread in concurrent runs) */
   int ops;              /* ops per seed */
   bool excluded[FZ_NCODES]; /* op kinds the generator leaves out (--no-KIND) */
   bool no_malloc, no_mmap;  /* pinning kinds left out (--no-malloc, --no-mmap) */
@@ -72,6 +76,14 @@ void fz_ops_free(fz_ops_t *ops);
 void fz_op_format(const fz_op_t *op, char *buf, size_t cap);
 void fz_ops_write(FILE *f, const fz_ops_t *ops);
 int fz_ops_read(FILE *f, fz_ops_t *ops); /* 0, or -1 on a malformed line */
+
+/* Whether ops may use the current device's legacy stream (handle cudaStreamLegacy): with several
+ * devices, in turn-taking runs (the legacy streams are every thread's), when the streams and one
+ * legacy stream per device fit the model's clocks. A stream argument equal to cfg->streams names
+ * it. */
+static inline bool fz_legacy(const fz_cfg_t *c) {
+  return c->devices > 1 && !c->concurrent && c->streams + c->devices <= FZ_MAXS;
+}
 
 /* The generator: a pure function of the seed and the configuration. */
 void fz_generate(uint64_t seed, const fz_cfg_t *cfg, fz_ops_t *out);

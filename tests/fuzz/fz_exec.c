@@ -13,6 +13,11 @@
  *    earlier audit report (a false negative otherwise).
  *  - In enforce mode every device range is whole pages, so pinguard orders every conflict: each
  *    CPU read and every buffer's final bytes must equal program order's.
+ * Several devices (--devices N): stream and event i belong to device i % N (counted per thread in
+ * concurrent runs); each application thread has its own current device (SETDEV; a kernel launch
+ * first makes its stream's device current, as CUDA requires); an event is recorded only on a
+ * stream of its device; waits, queries and stream and event syncs work across devices, and a
+ * device sync orders only the current device's streams.
  * Host functions run on stream workers: their CPU accesses are ordered after the stream's
  * earlier work and before its later work; their reports are checked for false positives only
  * (when they run is timing). */
@@ -114,6 +119,7 @@ typedef struct rep {
   struct {
     uintptr_t addr, stream;
     size_t len;
+    int device;      /* -1: not given */
   } g[MAXG];
 } rep_t;
 
@@ -138,6 +144,7 @@ typedef struct tmodel {
 
 static __thread tmodel_t *T;
 static __thread int t_base_s, t_base_e, t_base_b; /* its first stream, event and slot */
+static __thread int t_dev;                         /* its current device */
 static __thread uint64_t t_opens0;                /* fz_gate_opens_done() when the op began */
 static __thread int t_app_thread; /* 1 + the application thread's index; 0 elsewhere */
 
@@ -244,11 +251,15 @@ static bool parse_report(const char *line, rep_t *r) {
   while (r->ngpu < MAXG) {
     const char *a = strstr(p, "\"direction\":");
     if (!a || a > tot) break;
-    uint64_t addr = 0, len = 0, st = 0;
+    uint64_t addr = 0, len = 0, st = 0, dev = 0;
     json_num(a, "addr", &addr);
     json_num(a, "len", &len);
     const char *sp = json_num(a, "stream", &st);
+    const char *dp = sp ? strstr(sp, "\"device\":") : NULL;
+    const char *next = strstr(a + 1, "\"direction\":");
+    bool has_dev = dp && (!next || dp < next) && json_num(dp, "device", &dev);
     r->g[r->ngpu].addr = addr, r->g[r->ngpu].len = len, r->g[r->ngpu].stream = st;
+    r->g[r->ngpu].device = has_dev ? (int)dev : -1;
     r->ngpu++;
     p = sp ? sp : a + 1;
   }
@@ -427,11 +438,34 @@ static void rearm(buf_t *b, uintptr_t lo, uintptr_t hi) {
 
 /* Does gpu entry g of a report name a model access satisfying `ok`? */
 typedef bool (*acc_pred)(const dacc_t *d, const void *ctx);
-static bool gpu_entry_valid(uintptr_t addr, size_t len, uintptr_t stream, acc_pred ok,
-                            const void *ctx) {
+/* The device of stream s and of event e (global indices). Legacy streams (fz_legacy()) come
+ * after the created ones, one per device: index nstreams + d is device d's. */
+static int ndevices(void) { return M.cfg->devices > 1 ? M.cfg->devices : 1; }
+static int nstreams_created(void) {
+  return M.cfg->streams * (M.cfg->concurrent ? M.cfg->threads : 1);
+}
+static bool is_legacy(int s) { return s >= nstreams_created(); }
+static int sdev(int s) {
+  return is_legacy(s) ? s - nstreams_created() : (s % M.cfg->streams) % ndevices();
+}
+static int edev(int e) { return (e % M.cfg->events) % ndevices(); }
+/* A report names a stream by its handle and device; the legacy handle is every device's. */
+static int stream_index(uintptr_t stream, int device) {
+  if (stream == (uintptr_t)cudaStreamLegacy)
+    return fz_legacy(M.cfg) && device >= 0 && device < ndevices() ? nstreams_created() + device
+                                                                   : -1;
+  for (int k = 0; k < nstreams_created(); k++)
+    if (M.s[k] && (uintptr_t)M.s[k] == stream) return k;
+  return -1;
+}
+
+static bool gpu_entry_valid(uintptr_t addr, size_t len, uintptr_t stream, int device,
+                            acc_pred ok, const void *ctx) {
   for (size_t i = 0; i < T->nd; i++) {
     const dacc_t *d = &T->d[i];
-    if (d->lo == addr && d->hi - d->lo == len && (uintptr_t)M.s[d->stream] == stream &&
+    uintptr_t h = is_legacy(d->stream) ? (uintptr_t)cudaStreamLegacy : (uintptr_t)M.s[d->stream];
+    if (d->lo == addr && d->hi - d->lo == len && h == stream &&
+        (device < 0 || sdev(d->stream) == device) &&
         ok(d, ctx))
       return true;
   }
@@ -539,7 +573,8 @@ static void check_reports(int op, const rep_t *r, size_t n, const char *kind, ac
       continue; /* another span's report (checked with that span) */
     }
     for (unsigned g = 0; g < r[i].ngpu; g++) {
-      if (!gpu_entry_valid(r[i].g[g].addr, r[i].g[g].len, r[i].g[g].stream, ok, ctx)) {
+      if (!gpu_entry_valid(r[i].g[g].addr, r[i].g[g].len, r[i].g[g].stream, r[i].g[g].device,
+                           ok, ctx)) {
         char where[200];
         describe_access(r[i].g[g].addr, r[i].g[g].len, r[i].g[g].stream, where, sizeof where);
         fail("false-positive", op,
@@ -547,6 +582,12 @@ static void check_reports(int op, const rep_t *r, size_t n, const char *kind, ac
              "orders before this op (or does not have): %s",
              kind, r[i].g[g].len, (unsigned long)r[i].g[g].addr,
              (unsigned long)r[i].g[g].stream, where);
+        return;
+      }
+      int si = stream_index(r[i].g[g].stream, r[i].g[g].device);
+      if (si >= 0 && r[i].g[g].device != sdev(si)) {
+        fail("false-positive", op, "%s names the access on stream %d with device %d; it is %d's",
+             kind, si, r[i].g[g].device, sdev(si));
         return;
       }
     }
@@ -570,7 +611,17 @@ static void check_reports(int op, const rep_t *r, size_t n, const char *kind, ac
   }
 }
 
-static cudaStream_t S(int i) { return M.s[i]; }
+static cudaStream_t S(int i) { return is_legacy(i) ? cudaStreamLegacy : M.s[i]; }
+
+/* An op's stream argument: one of the thread's streams, or (fz_legacy) the current device's
+ * legacy stream. */
+static int sidx(int arg) {
+  if (fz_legacy(M.cfg)) {
+    int v = arg % (M.cfg->streams + 1);
+    return v == M.cfg->streams ? nstreams_created() + t_dev : v + t_base_s;
+  }
+  return arg % M.cfg->streams + t_base_s;
+}
 
 /* Before an enqueue on stream s: the host's knowledge flows into the stream. */
 static uint32_t stream_advance(int s) {
@@ -743,12 +794,13 @@ static bool range_ok(const buf_t *b, long off, long len) {
 }
 
 static void op_copy(int i, const fz_op_t *o, uint64_t opened) {
-  int d2h = o->a[0] & 1, s = (o->a[1] % M.cfg->streams + t_base_s), api = o->a[6] % 5;
+  int d2h = o->a[0] & 1, s = sidx(o->a[1]), api = o->a[6] % 5;
   buf_t *b = &M.b[o->a[2] % M.cfg->slots + t_base_b];
   long hoff = o->a[3], doff = o->a[4], len = o->a[5];
   long hull = api >= 3 ? len + len / 2 : len;
   if (!range_ok(b, hoff, hull) || doff < 0 || doff + len > FZ_DEVBYTES) return;
   if (api >= 2 && (len < 2 || len % 2)) api = 0;
+  if (api == 2 && is_legacy(s)) api = 0; /* the batch calls refuse the legacy stream */
   unsigned char *h = b->p + hoff, *dv = M.dev[s] + doff;
   enq_t q = {.op = i, .s = s, .b = b};
   int dir = d2h ? D_WRITE : D_READ;
@@ -819,7 +871,7 @@ static void op_copy(int i, const fz_op_t *o, uint64_t opened) {
 }
 
 static void op_kern(int i, const fz_op_t *o, uint64_t opened) {
-  int kind = o->a[0] % 3, s = (o->a[1] % M.cfg->streams + t_base_s), val = o->a[6] & 0xff;
+  int kind = o->a[0] % 3, s = sidx(o->a[1]), val = o->a[6] & 0xff;
   int api = (o->a[6] >> 8) % 3;
   buf_t *b = &M.b[o->a[2] % M.cfg->slots + t_base_b];
   long hoff = o->a[3], doff = o->a[4], len = o->a[5];
@@ -832,6 +884,13 @@ static void op_kern(int i, const fz_op_t *o, uint64_t opened) {
   size_t n = (size_t)len;
   void *args[] = {&h, &dv, &n, &val, &kind};
   cudaError_t err;
+  if (t_dev != sdev(s)) { /* a kernel runs on the current device: its stream's */
+    if ((err = cudaSetDevice(sdev(s))) != cudaSuccess) {
+      fail("error", i, "cudaSetDevice failed: %s", cudaGetErrorName(err));
+      return;
+    }
+    t_dev = sdev(s);
+  }
   if (api == 0) {
     err = cudaLaunchKernel((const void *)fz_kernel, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, S(s));
   } else if (api == 1) {
@@ -913,7 +972,7 @@ static void op_cpu(int i, const fz_op_t *o, uint64_t opened) {
 }
 
 static void op_hostfn(int i, const fz_op_t *o) {
-  int s = (o->a[0] % M.cfg->streams + t_base_s);
+  int s = sidx(o->a[0]);
   buf_t *b = &M.b[o->a[1] % M.cfg->slots + t_base_b];
   long off = o->a[2], len = o->a[3];
   if (!range_ok(b, off, len)) return;
@@ -963,7 +1022,11 @@ static void exec_op(int i) {
     case FZ_CPU: op_cpu(i, o, opened); break;
     case FZ_HOSTFN: op_hostfn(i, o); break;
     case FZ_EVREC: {
-      int e = (o->a[0] % M.cfg->events + t_base_e), s = (o->a[1] % M.cfg->streams + t_base_s);
+      int e = (o->a[0] % M.cfg->events + t_base_e), s = sidx(o->a[1]);
+      /* Only a stream of the event's device records it: the next such stream of the thread. */
+      for (int k = 0; k < M.cfg->streams && sdev(s) != edev(e) && !is_legacy(s); k++)
+        s = t_base_s + (s - t_base_s + 1) % M.cfg->streams;
+      if (sdev(s) != edev(e)) break;
       event_t *ev = &M.ev[e];
       /* simcuda keeps only an event's latest record, and a newer record that completes first
        * may release the waiters of an older one early. Not re-recorded, then, while a stream
@@ -981,7 +1044,7 @@ static void exec_op(int i) {
       break;
     }
     case FZ_WAITEV: {
-      int s = (o->a[0] % M.cfg->streams + t_base_s), e = (o->a[1] % M.cfg->events + t_base_e);
+      int s = sidx(o->a[0]), e = (o->a[1] % M.cfg->events + t_base_e);
       err = (i & 1) ? cudaStreamWaitEvent(S(s), M.e[e], 0) : cudaStreamWaitEvent_ptsz(S(s), M.e[e], 0);
       if (err == cudaSuccess && M.ev[e].recorded) {
         M.ev[e].waited = true;
@@ -991,14 +1054,14 @@ static void exec_op(int i) {
       break;
     }
     case FZ_SSYNC: {
-      int s = (o->a[0] % M.cfg->streams + t_base_s);
+      int s = sidx(o->a[0]);
       vc_t snap = M.svc[s];
       err = (i & 1) ? cudaStreamSynchronize(S(s)) : cudaStreamSynchronize_ptsz(S(s));
       if (err == cudaSuccess) learn(&snap);
       break;
     }
     case FZ_SQUERY: {
-      int s = (o->a[0] % M.cfg->streams + t_base_s);
+      int s = sidx(o->a[0]);
       vc_t snap = M.svc[s];
       err = (i & 1) ? cudaStreamQuery(S(s)) : cudaStreamQuery_ptsz(S(s));
       if (err == cudaSuccess) learn(&snap);
@@ -1018,16 +1081,24 @@ static void exec_op(int i) {
       else if (err == cudaErrorNotReady) err = cudaSuccess;
       break;
     }
-    case FZ_DSYNC: {
+    case FZ_DSYNC: { /* the current device's streams only (this thread's, in concurrent runs) */
       vc_t snap[FZ_MAXS];
       memcpy(snap, M.svc, sizeof snap);
       err = cudaDeviceSynchronize();
       if (err == cudaSuccess)
-        for (int s = 0; s < M.cfg->streams; s++) learn(&snap[s]);
+        for (int s = t_base_s; s < t_base_s + M.cfg->streams; s++)
+          if (sdev(s) == t_dev) learn(&snap[s]);
+      if (err == cudaSuccess && fz_legacy(M.cfg)) learn(&snap[nstreams_created() + t_dev]);
+      break;
+    }
+    case FZ_SETDEV: {
+      int d = o->a[0] % ndevices();
+      err = cudaSetDevice(d);
+      if (err == cudaSuccess) t_dev = d;
       break;
     }
     case FZ_GATE: {
-      int s = (o->a[0] % M.cfg->streams + t_base_s);
+      int s = sidx(o->a[0]);
       uint64_t g = fz_gate_new();
       err = cudaLaunchHostFunc(S(s), gate_body, (void *)(uintptr_t)g);
       if (err == cudaSuccess) M.sgate[s] = g;
@@ -1072,7 +1143,9 @@ static void check_hostfn_reports(void) {
       hctx_t c = {h, page};
       bool all = strcmp(r->kind, "cpu-read-during-device-write") == 0;
       for (unsigned g = 0; g < r->ngpu && all; g++)
-        if (!gpu_entry_valid(r->g[g].addr, r->g[g].len, r->g[g].stream, hfn_ok, &c)) all = false;
+        if (!gpu_entry_valid(r->g[g].addr, r->g[g].len, r->g[g].stream, r->g[g].device, hfn_ok,
+                             &c))
+          all = false;
       if (all) explained = true;
     }
     if (!explained)
@@ -1154,6 +1227,7 @@ static void probe_thread_number(int me) {
 static void *thread_main(void *arg) {
   int me = ((thr_t *)arg)->id;
   t_app_thread = me + 1;
+  t_dev = 0; /* a new thread starts on device 0 */
   if (M.cfg->concurrent) {
     T = &M.tm[me];
     t_base_s = me * M.cfg->streams;
@@ -1203,16 +1277,33 @@ int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap) 
   pthread_cond_init(&M.cv, NULL);
   int nstreams = cfg->streams * (cfg->concurrent ? cfg->threads : 1);
   int nevents = cfg->events * (cfg->concurrent ? cfg->threads : 1);
+  int nlegacy = fz_legacy(cfg) ? ndevices() : 0;
+  for (int d = 0; d < nlegacy; d++) { /* device d's legacy stream: its device memory */
+    if (cudaSetDevice(d) != cudaSuccess ||
+        cudaMalloc((void **)&M.dev[nstreams + d], FZ_DEVBYTES) != cudaSuccess) {
+      snprintf(why, cap, "error: legacy stream setup failed");
+      return 1;
+    }
+    cudaMemset(M.dev[nstreams + d], 0, FZ_DEVBYTES);
+  }
   for (int s = 0; s < nstreams; s++) {
-    if (cudaStreamCreateWithFlags(&M.s[s], cudaStreamNonBlocking) != cudaSuccess ||
+    if (cudaSetDevice(sdev(s)) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&M.s[s], cudaStreamNonBlocking) != cudaSuccess ||
         cudaMalloc((void **)&M.dev[s], FZ_DEVBYTES) != cudaSuccess) {
       snprintf(why, cap, "error: stream setup failed");
       return 1;
     }
     cudaMemset(M.dev[s], 0, FZ_DEVBYTES);
   }
-  cudaDeviceSynchronize();
-  for (int e = 0; e < nevents; e++) cudaEventCreateWithFlags(&M.e[e], cudaEventDisableTiming);
+  for (int d = ndevices() - 1; d >= 0; d--) {
+    cudaSetDevice(d);
+    cudaDeviceSynchronize();
+  }
+  for (int e = 0; e < nevents; e++) {
+    cudaSetDevice(edev(e));
+    cudaEventCreateWithFlags(&M.e[e], cudaEventDisableTiming);
+  }
+  cudaSetDevice(0);
   T = &M.tm[0];
   rep_t junk[4];
   log_collect(junk, 4); /* skip whatever an earlier run left */
@@ -1246,7 +1337,10 @@ int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap) 
 
   /* The end: everything completes, then the buffers must hold program order's bytes. */
   fz_gate_open_all();
-  cudaDeviceSynchronize();
+  for (int d = ndevices() - 1; d >= 0; d--) {
+    cudaSetDevice(d);
+    cudaDeviceSynchronize();
+  }
   T = &M.tm[0];
   rep_t r[8];
   size_t n = log_collect(r, 8);
@@ -1272,10 +1366,16 @@ int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap) 
     b->alive = false;
   }
   for (int s = 0; s < nstreams; s++) {
+    cudaSetDevice(sdev(s));
     cudaFree(M.dev[s]);
     cudaStreamDestroy(M.s[s]);
   }
+  for (int d = 0; d < nlegacy; d++) {
+    cudaSetDevice(d);
+    cudaFree(M.dev[nstreams + d]);
+  }
   for (int e = 0; e < nevents; e++) cudaEventDestroy(M.e[e]);
+  cudaSetDevice(0);
   T = &M.tm[0];
   log_collect(junk, 4);
   for (int t = 0; t < FZ_MAXT; t++) {

@@ -5,7 +5,7 @@
  * and the minimal op list (also written to --out DIR/fail-SEED.ops, replayable with --replay).
  *
  *   pgfuzz [--seeds A-B] [--time SECONDS] [--mode audit|enforce] [--threads N] [--streams N]
- *          [--events N] [--slots N] [--ops N] [--no-KIND ...] [--per-proc N] [--jobs N]
+ *          [--events N] [--slots N] [--devices N] [--ops N] [--no-KIND ...] [--per-proc N] [--jobs N]
  *          [--timeout S] [--latency US|LO-HI] [--out DIR] [--no-shrink] [--replay FILE]
  * KIND is an op name (hostfn, kern, cpu, ...). Exit status: 0 when every seed passed. */
 #include <errno.h>
@@ -49,7 +49,7 @@ static double now_s(void) {
 static void usage(void) {
   fprintf(stderr,
           "usage: pgfuzz [--seeds A-B] [--time S] [--mode audit|enforce] [--threads N] "
-          "[--streams N] [--events N] [--slots N] [--ops N] [--no-KIND] [--per-proc N] "
+          "[--streams N] [--events N] [--slots N] [--devices N] [--ops N] [--no-KIND] [--per-proc N] "
           "[--jobs N] [--timeout S] [--latency US|LO-HI] [--out DIR] [--no-shrink] [--timing-only-passes] "
           "[--replay FILE]\n");
   exit(2);
@@ -57,7 +57,7 @@ static void usage(void) {
 
 static void cfg_defaults(fz_cfg_t *c) {
   memset(c, 0, sizeof *c);
-  c->threads = 3, c->streams = 3, c->events = 3, c->slots = 4, c->ops = 80;
+  c->threads = 3, c->streams = 3, c->events = 3, c->slots = 4, c->ops = 80, c->devices = 1;
   c->guard_min = 4096;
 }
 
@@ -75,6 +75,8 @@ static int cfg_flag(fz_cfg_t *c, const char *f, const char *v, int *used) {
     c->streams = clampi(v ? atol(v) : 0, 1, FZ_MAXS);
   } else if (!strcmp(f, "--events")) {
     c->events = clampi(v ? atol(v) : 0, 1, FZ_MAXE);
+  } else if (!strcmp(f, "--devices")) {
+    c->devices = clampi(v ? atol(v) : 0, 1, FZ_MAXD);
   } else if (!strcmp(f, "--slots")) {
     c->slots = clampi(v ? atol(v) : 0, 1, FZ_MAXB);
   } else if (!strcmp(f, "--ops")) {
@@ -108,20 +110,21 @@ static int cfg_flag(fz_cfg_t *c, const char *f, const char *v, int *used) {
 }
 
 static void cfg_header(FILE *f, const fz_cfg_t *c) {
-  fprintf(f, "#cfg %s %d %d %d %d %u %d\n", c->mode_enforce ? "enforce" : "audit", c->threads,
-          c->streams, c->events, c->slots, c->guard_min, c->concurrent);
+  fprintf(f, "#cfg %s %d %d %d %d %u %d %d\n", c->mode_enforce ? "enforce" : "audit",
+          c->threads, c->streams, c->events, c->slots, c->guard_min, c->concurrent, c->devices);
 }
 
 static void cfg_from_header(const char *path, fz_cfg_t *c) {
   FILE *f = fopen(path, "r");
   if (!f) return;
   char line[256], mode[16];
-  int conc = 0;
+  int conc = 0, devices = 1;
   if (fgets(line, sizeof line, f) &&
-      sscanf(line, "#cfg %15s %d %d %d %d %u %d", mode, &c->threads, &c->streams, &c->events,
-             &c->slots, &c->guard_min, &conc) >= 6) {
+      sscanf(line, "#cfg %15s %d %d %d %d %u %d %d", mode, &c->threads, &c->streams, &c->events,
+             &c->slots, &c->guard_min, &conc, &devices) >= 6) {
     c->mode_enforce = !strcmp(mode, "enforce");
     c->concurrent = conc != 0;
+    c->devices = devices < 1 ? 1 : devices > FZ_MAXD ? FZ_MAXD : devices;
   }
   fclose(f);
 }
@@ -188,7 +191,7 @@ static bool g_quiet; /* re-running seeds: no FAIL lines */
 static long g_seeds_run, g_ops_run;
 static unsigned long g_reports, g_required; /* over the passing seeds */
 
-static void set_child_env(int latency) {
+static void set_child_env(int latency, const char *replay) {
   const char *pre = getenv("PG_PRELOAD");
   if (pre && *pre) setenv("LD_PRELOAD", pre, 1);
   char opts[600];
@@ -203,6 +206,11 @@ static void set_child_env(int latency) {
   char lat[32];
   snprintf(lat, sizeof lat, "%d", latency);
   setenv("SIMCUDA_LATENCY_US", lat, 1);
+  fz_cfg_t c = O.cfg;
+  if (replay) cfg_from_header(replay, &c);
+  char devs[16];
+  snprintf(devs, sizeof devs, "%d", c.devices);
+  setenv("SIMCUDA_DEVICES", devs, 1);
 }
 
 static unsigned g_rng = 12345;
@@ -225,7 +233,7 @@ static void spawn(child_t *c, long lo, long hi, const char *replay) {
     close(p[1]);
     int devnull = open("/dev/null", O_WRONLY);
     if (devnull >= 0 && !getenv("FZ_VERBOSE")) dup2(devnull, 2);
-    set_child_env(pick_latency());
+    set_child_env(pick_latency(), replay);
     char a_lo[32], a_hi[32];
     snprintf(a_lo, sizeof a_lo, "%ld", lo);
     snprintf(a_hi, sizeof a_hi, "%ld", hi);

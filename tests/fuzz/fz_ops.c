@@ -95,6 +95,9 @@ void fz_generate(uint64_t seed, const fz_cfg_t *cfg, fz_ops_t *out) {
   w[FZ_ALLOC] = 6, w[FZ_FREE] = 4, w[FZ_COPY] = 16, w[FZ_KERN] = 6, w[FZ_EVREC] = 5,
   w[FZ_WAITEV] = 5, w[FZ_SSYNC] = 3, w[FZ_ESYNC] = 2, w[FZ_DSYNC] = 1, w[FZ_SQUERY] = 3,
   w[FZ_EQUERY] = 3, w[FZ_GATE] = 6, w[FZ_OPEN] = 3, w[FZ_HOSTFN] = 4, w[FZ_CPU] = 14;
+  /* Several devices: threads switch devices, and each device's synchronize orders only its own
+   * streams, so it gets more weight. One device draws exactly the sequences it always did. */
+  if (cfg->devices > 1) w[FZ_SETDEV] = 4, w[FZ_DSYNC] = 4;
   int total = 0;
   for (int i = 0; i < FZ_NCODES; i++) {
     if (cfg->excluded[i]) w[i] = 0;
@@ -119,7 +122,7 @@ void fz_generate(uint64_t seed, const fz_cfg_t *cfg, fz_ops_t *out) {
     if (needs_buf && nlive == 0) code = FZ_ALLOC;
     if (code == FZ_ALLOC && nfree == 0) code = cfg->excluded[FZ_CPU] ? FZ_SQUERY : FZ_CPU;
     op.code = code;
-    int s = below(&r, cfg->streams), slot = nlive ? live[below(&r, nlive)] : 0;
+    int s = below(&r, cfg->streams + fz_legacy(cfg)), slot = nlive ? live[below(&r, nlive)] : 0;
     int size = (int)(pages[slot] * FZ_PAGE);
     switch (code) {
       case FZ_ALLOC:
@@ -168,6 +171,7 @@ void fz_generate(uint64_t seed, const fz_cfg_t *cfg, fz_ops_t *out) {
       case FZ_SSYNC: case FZ_SQUERY: case FZ_GATE: op.a[0] = s; break;
       case FZ_ESYNC: case FZ_EQUERY: op.a[0] = below(&r, cfg->events); break;
       case FZ_DSYNC: case FZ_OPEN: break;
+      case FZ_SETDEV: op.a[0] = below(&r, cfg->devices); break;
       case FZ_HOSTFN: {
         int off, len;
         pick_range(&r, size, below(&r, 2) ? (int)FZ_PAGE : 64, 1, &off, &len);

@@ -238,6 +238,92 @@ Test(tracker_inflight, uncounted_pieces_skip_the_retire_hook) {
   hook_counts = true;
 }
 
+/* The begin hook protects the piece's pages: from then on a CPU access faults, and the fault
+ * handler asks the in-flight table about the page. The piece must already be there, or the
+ * handler finds nothing and opens the page while the device access is in flight (a false
+ * negative for that access and every later one to the page). The hook queries as the handler
+ * would at that moment. */
+static size_t seen_at_begin;
+static bool query_at_begin(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, void *ctx) {
+  (void)dir;
+  (void)ctx;
+  pg_access_t out[4];
+  seen_at_begin = pg_inflight_query((const void *)*lo, *hi - *lo, 0, out, 4);
+  return true;
+}
+static void retire_nothing(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx) {
+  (void)lo, (void)hi, (void)dir, (void)ctx;
+}
+
+Test(tracker_inflight, piece_is_indexed_before_the_begin_hook_protects_it) {
+  pg_tracker_set_hooks(query_at_begin, retire_nothing, NULL);
+  tt_close_gate(s1);
+  seen_at_begin = 99;
+  cr_assert_eq(tt_copy_h2d(dev, buf, 8192, s1), 1);
+  cr_assert_eq(seen_at_begin, 1, "a fault right after the protection must find the access");
+  tt_open_gates();
+  tt_stream_sync(s1);
+  pg_tracker_set_hooks(NULL, NULL, NULL);
+}
+
+/* A region used by one stream keeps that stream's accesses on an owner list and answers the
+ * owner's conflict checks from a summary without looking; another stream's check must still
+ * find them, and the owner's checks must find another stream's accesses once there are some. */
+static size_t conflicts(const void *p, size_t n, pg_dir_t dir, cudaStream_t s) {
+  pg_access_t out[8];
+  return pg_access_conflicts(p, n, dir, s, out, 8);
+}
+
+Test(tracker_inflight, owner_summary_falls_back_for_a_second_stream) {
+  cudaStream_t s2 = tt_stream(cudaStreamNonBlocking);
+  tt_close_gate(s1);
+  tt_close_gate(s2);
+  char *b = buf;
+  cr_assert_eq(tt_copy_d2h(b, dev, 4096, s1), 1);
+  cr_assert_eq(tt_copy_d2h(b + 8192, dev, 4096, s1), 1);
+  cr_assert_eq(conflicts(b, 4096, PG_DIR_WRITE, s1), 0, "its own stream is ordered");
+  cr_assert_eq(inflight(b, N), 2, "queries see the owner's accesses");
+  cr_assert_eq(conflicts(b + 100, 10, PG_DIR_READ, s2), 1, "another stream races the first");
+  cr_assert_eq(conflicts(b, N, PG_DIR_WRITE, s2), 2);
+  cr_assert_eq(conflicts(b + 4096, 4096, PG_DIR_WRITE, s2), 0, "between the two");
+  /* The second stream's own access: the first stream's checks must see it now. */
+  cr_assert_eq(tt_copy_h2d(dev, b + 16384, 4096, s2), 1);
+  cr_assert_eq(conflicts(b + 16384, 4096, PG_DIR_WRITE, s1), 1);
+  cr_assert_eq(conflicts(b + 16384, 4096, PG_DIR_READ, s1), 0, "read/read never races");
+  cr_assert_eq(conflicts(b, 4096, PG_DIR_WRITE, s1), 0);
+  cr_assert_eq(tt_copy_d2h(b + 32768, dev, 4096, s1), 1);
+  cr_assert_eq(conflicts(b + 32768, 4096, PG_DIR_READ, s2), 1, "a later access of the first");
+  cr_assert_eq(inflight(b, N), 4);
+  tt_open_gates();
+  tt_stream_sync(s1);
+  tt_stream_sync(s2);
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+  cr_assert_eq(inflight(b, N), 0);
+  cr_assert_eq(conflicts(b, N, PG_DIR_WRITE, s2), 0);
+  /* Ownership passes on: the second stream's accesses alone now, seen by the first. */
+  tt_close_gate(s2);
+  cr_assert_eq(tt_copy_d2h(b, dev, 4096, s2), 1);
+  cr_assert_eq(conflicts(b, 4096, PG_DIR_WRITE, s2), 0);
+  cr_assert_eq(conflicts(b, 4096, PG_DIR_READ, s1), 1);
+  tt_open_gates();
+  tt_stream_sync(s2);
+}
+
+/* A region removed while its owner's accesses are in flight: they stop being tracked, retire from
+ * their stream, and a new region at the same address starts empty. */
+Test(tracker_inflight, owner_list_dropped_with_its_region) {
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  cr_assert(pg_region_remove(buf, NULL));
+  cr_assert_eq(pg_region_add(buf, N, PG_PIN_HOST_ALLOC, 0, NULL), 0);
+  cudaStream_t s2 = tt_stream(cudaStreamNonBlocking);
+  cr_assert_eq(inflight(buf, N), 0);
+  cr_assert_eq(conflicts(buf, 4096, PG_DIR_WRITE, s2), 0);
+  tt_open_gates();
+  tt_stream_sync(s1);
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+}
+
 Test(tracker_inflight, stack_and_time_are_kept) {
   pg_stack_t st = {.depth = 1, .tid = 3, .pc = {(void *)0xabc}};
   tt_close_gate(s1);
