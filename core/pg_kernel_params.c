@@ -108,6 +108,17 @@ static void scan(pg_op_t *op, const pg_kparams_t *kp, void *const *args) {
   }
 }
 
+void pg_kparams_fill_layout(pg_kparams_t *kp, pg_kparams_param_fn param) {
+  int n = 0;
+  for (; param && n < PG_KP_MAX_PARAMS; n++) {
+    size_t off = 0, sz = 0;
+    if (!param(kp->func, (size_t)n, &off, &sz) || off > UINT16_MAX || sz > UINT16_MAX) break;
+    kp->offset[n] = (uint16_t)off;
+    kp->size[n] = (uint16_t)sz;
+  }
+  kp->nparams = n > 0 ? n : -1;
+}
+
 void pg_kparams_build_op(pg_op_t *op, const pg_kparams_t *kp, void *const *args) {
   if (kp) op->what = kp->name;
   if (kp && kp->nparams > 0)

@@ -15,6 +15,7 @@
 #define PG_KERNEL_PARAMS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pg_decide.h" /* pg_op_t */
@@ -33,6 +34,14 @@ typedef struct pg_kparams {
  * there is no information (cached like any answer); name. Returns false when it could not ask
  * now: nothing is cached and the next launch asks again. */
 typedef bool (*pg_kparams_describe_fn)(const void *func, pg_kparams_t *kp);
+
+/* One parameter's offset and size, asked of the API layer (cudaFuncGetParamInfo,
+ * cuFuncGetParamInfo); false past the last parameter or without information. */
+typedef bool (*pg_kparams_param_fn)(const void *func, size_t index, size_t *offset, size_t *size);
+
+/* For describe callbacks: fills kp->offset, size and nparams by asking param for parameters 0,
+ * 1, ... until it says no (nparams -1 when it knows none, or param is NULL). */
+void pg_kparams_fill_layout(pg_kparams_t *kp, pg_kparams_param_fn param);
 
 /* The cached layout of func, described on first sight; NULL when describe declined or the cache
  * has no room for it. */

@@ -103,17 +103,12 @@ PG_CU_COPY(cuMemcpyAsync_ptsz, true, "copy (unified addressing)", CUdeviceptr, C
 /* ---- kernels --------------------------------------------------------------------------------- */
 /* A CUfunction's parameter layout, from cuFuncGetParamInfo (driver 12.4 and later); the driver
  * has no sticky last error, so asking past the last parameter leaves nothing behind. */
+static bool param_info(const void *func, size_t i, size_t *off, size_t *sz) {
+  return PG_REAL(cuFuncGetParamInfo)((CUfunction)func, i, off, sz) == CUDA_SUCCESS;
+}
+
 static bool describe(const void *func, pg_kparams_t *kp) {
-  __typeof__(&cuFuncGetParamInfo) info = PG_REAL(cuFuncGetParamInfo);
-  int n = 0;
-  for (; info && n < PG_KP_MAX_PARAMS; n++) {
-    size_t off = 0, sz = 0;
-    if (info((CUfunction)func, (size_t)n, &off, &sz) != CUDA_SUCCESS) break;
-    if (off > UINT16_MAX || sz > UINT16_MAX) break;
-    kp->offset[n] = (uint16_t)off;
-    kp->size[n] = (uint16_t)sz;
-  }
-  kp->nparams = (info && n > 0) ? n : -1;
+  pg_kparams_fill_layout(kp, PG_REAL(cuFuncGetParamInfo) ? param_info : NULL);
   __typeof__(&cuFuncGetName) get_name = PG_REAL(cuFuncGetName);
   const char *name = NULL;
   kp->name = (get_name && get_name(&name, (CUfunction)func) == CUDA_SUCCESS && name) ? name

@@ -27,20 +27,15 @@ static void note_unscanned(const void *func) {
  * last-error slot, which the application's next cudaGetLastError must not see: we clear it
  * afterwards. So that clearing cannot swallow an error of the application's, we only ask when
  * no error is pending (else: decline, and core asks again at a later launch). */
+static bool param_info(const void *func, size_t i, size_t *off, size_t *sz) {
+  return PG_REAL(cudaFuncGetParamInfo)(func, i, off, sz) == cudaSuccess;
+}
+
 static bool describe(const void *func, pg_kparams_t *kp) {
   __typeof__(&cudaPeekAtLastError) peek = PG_REAL(cudaPeekAtLastError);
   __typeof__(&cudaGetLastError) clear = PG_REAL(cudaGetLastError);
   if (!peek || !clear || peek() != cudaSuccess) return false;
-  __typeof__(&cudaFuncGetParamInfo) info = PG_REAL(cudaFuncGetParamInfo);
-  int n = 0;
-  for (; info && n < PG_KP_MAX_PARAMS; n++) {
-    size_t off = 0, sz = 0;
-    if (info(func, (size_t)n, &off, &sz) != cudaSuccess) break;
-    if (off > UINT16_MAX || sz > UINT16_MAX) break;
-    kp->offset[n] = (uint16_t)off;
-    kp->size[n] = (uint16_t)sz;
-  }
-  kp->nparams = (info && n > 0) ? n : -1;
+  pg_kparams_fill_layout(kp, PG_REAL(cudaFuncGetParamInfo) ? param_info : NULL);
   __typeof__(&cudaFuncGetName) get_name = PG_REAL(cudaFuncGetName);
   const char *name = NULL;
   kp->name = (get_name && get_name(&name, func) == cudaSuccess && name) ? name : "kernel";

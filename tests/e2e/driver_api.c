@@ -15,6 +15,8 @@
  *           synchronized first);
  *   ptsz    the per-thread default stream, chosen by the flags of cuGetProcAddress (procaddr) or
  *           by the _ptsz name (linked), writes the buffer while a non-blocking stream reads it;
+ *   kernel  cuMemFreeHost while a kernel (cuLaunchKernel) holding a raw pointer to the buffer is
+ *           in flight: its parameters are read by their layout (cuFuncGetParamInfo);
  *   once    (mixed) the runtime's copies and the driver's, each must be counted once.
  * Prints the checksum it read back, so that enforce runs can be told from corrupted ones. */
 #include <dlfcn.h>
@@ -25,6 +27,7 @@
 #include <string.h>
 
 #include <cuda.h>
+#include <simcuda_kernel.h>
 #ifdef WITH_RUNTIME /* the mixed program; the others do not link the runtime at all */
 #include <cuda_runtime_api.h>
 #endif
@@ -63,7 +66,17 @@ static struct {
   CUresult (*event_sync)(CUevent);
   CUresult (*event_destroy)(CUevent);
   CUresult (*stream_wait_event)(CUstream, CUevent, unsigned);
+  CUresult (*module_load_data)(CUmodule *, const void *);
+  CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
+  CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                     unsigned, CUstream, void **, void **);
 } drv;
+
+/* A kernel that writes its buffer through the raw pointer it is given. */
+SIMCUDA_KERNEL(fill_host, sizeof(void *), sizeof(size_t)) {
+  unsigned char *p = simcuda_dma(*(void **)launch->args[0]);
+  memset(p, 0x5a, *(size_t *)launch->args[1]);
+}
 
 static void find_linked(void) {
   drv.init = cuInit;
@@ -89,6 +102,9 @@ static void find_linked(void) {
   drv.event_sync = cuEventSynchronize;
   drv.event_destroy = cuEventDestroy_v2;
   drv.stream_wait_event = cuStreamWaitEvent;
+  drv.module_load_data = cuModuleLoadData;
+  drv.module_get_function = cuModuleGetFunction;
+  drv.launch = cuLaunchKernel;
 }
 
 typedef CUresult (*gpa_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
@@ -135,6 +151,9 @@ static void find_by_proc_address(void) {
   drv.event_sync = get(gpa, "cuEventSynchronize", 2000, legacy);
   drv.event_destroy = get(gpa, "cuEventDestroy", 4000, legacy);
   drv.stream_wait_event = get(gpa, "cuStreamWaitEvent", 3020, legacy);
+  drv.module_load_data = get(gpa, "cuModuleLoadData", 2000, legacy);
+  drv.module_get_function = get(gpa, "cuModuleGetFunction", 2000, legacy);
+  drv.launch = get(gpa, "cuLaunchKernel", 4000, legacy);
 }
 
 static unsigned long checksum(const unsigned char *p) {
@@ -212,6 +231,18 @@ int main(int argc, char **argv) {
     CK(drv.stream_sync_ptsz(0));
     CK(drv.stream_sync(s2));
     sum = checksum(host);
+  } else if (strcmp(c, "kernel") == 0) {
+    CUmodule m;
+    CUfunction f;
+    CK(drv.module_load_data(&m, "any image")); /* simcuda finds kernels by name */
+    CK(drv.module_get_function(&f, m, "fill_host"));
+    size_t n = BYTES;
+    void *args[] = {&host, &n};
+    CK(drv.launch(f, 1, 1, 1, 1, 1, 1, 0, s1, args, NULL));
+    if (!bug) CK(drv.stream_sync(s1));
+    CK(drv.free_host(host));
+    host = NULL;
+    CK(drv.stream_sync(s1));
 #ifdef WITH_RUNTIME
   } else if (strcmp(c, "once") == 0) {
     /* Three runtime copies (each a driver copy underneath) and two driver copies. */
