@@ -20,9 +20,9 @@ atomic_bool sc_forked_child;
 
 static pthread_once_t sc_once = PTHREAD_ONCE_INIT;
 static atomic_bool sc_started;
-static _Thread_local cudaError_t sc_last_error;
-static _Thread_local int sc_current_device;
-static _Thread_local bool sc_ctx_unbound; /* cuCtxSetCurrent(NULL) until the next bind */
+static SC_STATIC_TLS cudaError_t sc_last_error;
+static SC_STATIC_TLS int sc_current_device;
+static SC_STATIC_TLS bool sc_ctx_unbound; /* cuCtxSetCurrent(NULL) until the next bind */
 
 int sc_device_current(void) { return sc_current_device; }
 

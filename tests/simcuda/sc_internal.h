@@ -20,6 +20,13 @@
  * the version script puts the exported names under the node libcudart.so.13. */
 #define SC_API __attribute__((visibility("default")))
 
+/* The engine's small per-thread state, in the thread's static TLS block although the runtime
+ * dlopens libcuda.so.1 (initial-exec; a few bytes of the loader's surplus). Dynamic TLS is
+ * malloc'd by the loader and freed when a new thread reuses an exited thread's stack, and
+ * ThreadSanitizer sees every earlier write to it race with that free. Keep it small: a larger
+ * array belongs in a heap block under a thread key (sc_stream.c). */
+#define SC_STATIC_TLS _Thread_local __attribute__((tls_model("initial-exec")))
+
 /* ---- configuration and lifecycle (sc_core.c) ------------------------------------------- */
 typedef struct sc_config {
   uint64_t latency_ns;  /* SIMCUDA_LATENCY_US: earliest start of an op after its enqueue */

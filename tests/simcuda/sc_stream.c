@@ -52,7 +52,8 @@ static pthread_key_t sc_tls_key;
  * thread-finish; a TLS write there would race, for TSAN, with the loader freeing that TLS when a
  * new thread reuses the stack. */
 /* cudaThreadExchangeStreamCaptureMode: this thread's interaction mode (global by default). */
-static _Thread_local enum cudaStreamCaptureMode sc_thread_capture_mode = cudaStreamCaptureModeGlobal;
+static SC_STATIC_TLS enum cudaStreamCaptureMode sc_thread_capture_mode =
+    cudaStreamCaptureModeGlobal;
 
 void sc_stream_ref(sc_stream *s) { atomic_fetch_add(&s->refs, 1); }
 
