@@ -22,7 +22,6 @@
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <string.h>
 
 /* cudaGetDriverEntryPoint is deprecated in CUDA 13; pinguard still wraps it for older clients. */
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -33,39 +32,32 @@ CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersio
 
 #include "pg_intercept.h"
 #include "pg_shim.h"
+#include "pg_stack.h" /* pg_module_named */
 
 /* ---- whose call is it ------------------------------------------------------------------------ */
-/* The base address of the object holding p (0 if none). */
-static uintptr_t object_of(const void *p) {
-  Dl_info info;
-  if (!p || !dladdr(p, &info)) return 0;
-  return (uintptr_t)info.dli_fbase;
-}
-
-static bool named(const void *p, const char *prefix) {
-  Dl_info info;
-  if (!p || !dladdr(p, &info) || !info.dli_fname) return false;
-  const char *base = strrchr(info.dli_fname, '/');
-  base = base ? base + 1 : info.dli_fname;
-  return strncmp(base, prefix, strlen(prefix)) == 0;
-}
-
-/* The object of the runtime pinguard interposes: where its real cuda* functions live. */
+/* The load base of the runtime pinguard interposes, where its real cuda* functions live; 0 while
+ * the process has no dynamic runtime (asked again later: one may be dlopen()ed). Quiet: a
+ * process that uses only the driver has none, and that is no fault. */
 static uintptr_t interposed_runtime(void) {
-  static _Atomic uintptr_t cached; /* 0: not known yet (or no dynamic runtime so far) */
+  static _Atomic uintptr_t cached;
   uintptr_t base = atomic_load_explicit(&cached, memory_order_relaxed);
   if (base) return base;
-  base = object_of(pg_real(PG_HOOK_ID_cudaRuntimeGetVersion));
+  Dl_info info;
+  void *fn = pg_real_quiet(PG_HOOK_ID_cudaRuntimeGetVersion);
+  base = fn && dladdr(fn, &info) ? (uintptr_t)info.dli_fbase : 0;
   atomic_store_explicit(&cached, base, memory_order_relaxed);
   return base;
 }
 
 /* Whether a lookup made from `caller` (a return address) may be handed pinguard's wrappers. */
 static bool swaps_for(const void *caller) {
+  static const char *const driver[] = {"libcuda.so"};
   if (!caller || pg_hook_is_own(caller)) return false;
-  uintptr_t obj = object_of(caller);
-  if (obj && obj == interposed_runtime()) return false;
-  return !named(caller, "libcuda.so");
+  Dl_info info;
+  if (!dladdr(caller, &info)) return true;
+  uintptr_t runtime = interposed_runtime();
+  if (runtime && (uintptr_t)info.dli_fbase == runtime) return false;
+  return !(info.dli_fname && pg_module_named(info.dli_fname, driver, 1));
 }
 
 /* ---- the swap -------------------------------------------------------------------------------- */
@@ -147,7 +139,7 @@ PG_INTERCEPT(CUresult, cuGetProcAddress, const char *symbol, void **pfn, int ver
 PG_INTERCEPT(cudaError_t, cudaGetDriverEntryPoint, const char *symbol, void **pfn,
              unsigned long long flags, enum cudaDriverEntryPointQueryResult *status) {
   cudaError_t r = PG_FORWARD(cudaGetDriverEntryPoint, symbol, pfn, flags, status);
-  if (r == cudaSuccess && pfn && !pg_hook_is_own(CALLER())) *pfn = swap(*pfn);
+  if (r == cudaSuccess && pfn && swaps_for(CALLER())) *pfn = swap(*pfn);
   return r;
 }
 
@@ -156,6 +148,6 @@ PG_INTERCEPT(cudaError_t, cudaGetDriverEntryPointByVersion, const char *symbol, 
              enum cudaDriverEntryPointQueryResult *status) {
   cudaError_t r = PG_FORWARD(cudaGetDriverEntryPointByVersion, symbol, pfn, version, flags,
                              status);
-  if (r == cudaSuccess && pfn && !pg_hook_is_own(CALLER())) *pfn = swap(*pfn);
+  if (r == cudaSuccess && pfn && swaps_for(CALLER())) *pfn = swap(*pfn);
   return r;
 }
