@@ -101,10 +101,16 @@ void *pg_real_slow(enum pg_hook_id id) {
     atomic_store_explicit(&pg_hook_real_fn[id], fn, memory_order_release);
   } else if (h->lib != PG_LIB_libc && !atomic_exchange(&warned[id], true)) {
     /* A missing libc row is no surprise (an older glibc, libaio not loaded): its interposer
-     * fails the call as the absent function would, without a word. */
-    pg_shim_warn("cannot find the real %s; calls to it fail with "
-                 "cudaErrorSharedObjectSymbolNotFound%s", h->name,
-                 h->required ? " and pinguard stays inert" : "");
+     * fails the call as the absent function would, without a word. A row pinguard only calls
+     * itself (no wrapper) fails no call of the application's. */
+    const char *consequence =
+        pg_hook_wrapper_id(id) ? (h->lib == PG_LIB_cuda
+                                      ? "calls to it fail with CUDA_ERROR_NOT_FOUND"
+                                      : "calls to it fail with cudaErrorSharedObjectSymbolNotFound")
+        : h->required ? "pinguard needs it"
+                      : "pinguard does without it";
+    pg_shim_warn("cannot find the real %s; %s%s", h->name, consequence,
+                 h->required ? ", and pinguard stays inert" : "");
   }
   return fn;
 }
