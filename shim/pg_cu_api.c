@@ -35,12 +35,8 @@ _Static_assert(CU_MEMHOSTREGISTER_PORTABLE == cudaHostRegisterPortable &&
                    CU_MEMHOSTREGISTER_READ_ONLY == cudaHostRegisterReadOnly,
                "driver and runtime registration flags differ");
 
-/* Calls the real driver function, or returns CUDA_ERROR_NOT_FOUND if there is none. */
-#define PG_FORWARD_CU(name, ...)                                  \
-  __extension__({                                                 \
-    __typeof__(&name) real_ = PG_REAL(name);                      \
-    real_ ? real_(__VA_ARGS__) : CUDA_ERROR_NOT_FOUND;            \
-  })
+/* A driver function: CUDA_ERROR_NOT_FOUND if there is none. */
+#define PG_FORWARD_CU(name, ...) PG_FORWARD_OR(CUDA_ERROR_NOT_FOUND, name, ##__VA_ARGS__)
 
 #define HOST(p) ((void *)(uintptr_t)(p)) /* a CUdeviceptr that may be a host address (UVA) */
 

@@ -120,18 +120,15 @@ __attribute__((visibility("hidden"))) void *pg_dlsym_driver(void *handle, const 
 
 PG_INTERCEPT(CUresult, cuGetProcAddress_v2, const char *symbol, void **pfn, int version,
              cuuint64_t flags, CUdriverProcAddressQueryResult *status) {
-  __typeof__(&cuGetProcAddress_v2) real = PG_REAL(cuGetProcAddress_v2);
-  if (!real) return CUDA_ERROR_NOT_FOUND;
-  CUresult r = real(symbol, pfn, version, flags, status);
+  CUresult r =
+      PG_FORWARD_OR(CUDA_ERROR_NOT_FOUND, cuGetProcAddress_v2, symbol, pfn, version, flags, status);
   if (r == CUDA_SUCCESS && pfn && swaps_for(CALLER())) *pfn = swap(*pfn);
   return r;
 }
 
 PG_INTERCEPT(CUresult, cuGetProcAddress, const char *symbol, void **pfn, int version,
              cuuint64_t flags) {
-  __typeof__(&cuGetProcAddress) real = PG_REAL(cuGetProcAddress);
-  if (!real) return CUDA_ERROR_NOT_FOUND;
-  CUresult r = real(symbol, pfn, version, flags);
+  CUresult r = PG_FORWARD_OR(CUDA_ERROR_NOT_FOUND, cuGetProcAddress, symbol, pfn, version, flags);
   if (r == CUDA_SUCCESS && pfn && swaps_for(CALLER())) *pfn = swap(*pfn);
   return r;
 }

@@ -111,13 +111,17 @@ static inline void *pg_real(enum pg_hook_id id) {
 /* PG_REAL(name) is the real function with its exact prototype (NULL if it does not exist). */
 #define PG_REAL(name) ((__typeof__(&name))pg_real(PG_HOOK_ID_##name))
 
-/* Calls the real function, or returns cudaErrorSharedObjectSymbolNotFound if it does not exist
- * (only possible when the process has no libcudart, or one without that entry point). */
-#define PG_FORWARD(name, ...)                                                   \
+/* Calls the real function, or returns `missing` if it does not exist. */
+#define PG_FORWARD_OR(missing, name, ...)                                       \
   __extension__({                                                               \
     __typeof__(&name) real_ = PG_REAL(name);                                    \
-    real_ ? real_(__VA_ARGS__) : cudaErrorSharedObjectSymbolNotFound;           \
+    real_ ? real_(__VA_ARGS__) : (missing);                                     \
   })
+
+/* A runtime function: cudaErrorSharedObjectSymbolNotFound if it does not exist (only possible
+ * when the process has no libcudart, or one without that entry point). */
+#define PG_FORWARD(name, ...) \
+  PG_FORWARD_OR(cudaErrorSharedObjectSymbolNotFound, name, ##__VA_ARGS__)
 
 /* PG_WRAPPER(name, decl): records the address of pinguard's own definition of the exported
  * symbol `name` (whose C declaration is `decl`: name itself, or the C name behind an assembler
