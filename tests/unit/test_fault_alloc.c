@@ -24,6 +24,7 @@
 
 #include "pg_decide.h"
 #include "pg_devops_runtime.h"
+#include "sim_runtime_fns.h"
 #include "pg_guard.h"
 #include "pg_policy.h"
 
@@ -201,14 +202,7 @@ int main(int argc, char **argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGSEGV, &sa, NULL);
   sigaction(SIGBUS, &sa, NULL);
-  pg_cudart_fns_t rt = {
-      .event_create_with_flags = cudaEventCreateWithFlags,
-      .event_record = cudaEventRecord,
-      .event_query = cudaEventQuery,
-      .event_synchronize = cudaEventSynchronize,
-      .event_destroy = cudaEventDestroy,
-      .stream_get_flags = cudaStreamGetFlags,
-  };
+  pg_cudart_fns_t rt = sim_runtime_fns();
   pg_devops_t ops = pg_devops_runtime(&rt);
   if (!pg_decide_start(&ops)) die("pg_decide_start");
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "pg_devops_runtime.h"
+#include "sim_runtime_fns.h"
 #include "pg_tracker.h"
 
 #define WORKERS 3
@@ -151,14 +152,8 @@ static cudaError_t create_event(cudaEvent_t *e, unsigned flags) {
 }
 
 int main(void) {
-  pg_cudart_fns_t rt = {
-      .event_create_with_flags = create_event,
-      .event_record = cudaEventRecord,
-      .event_query = cudaEventQuery,
-      .event_synchronize = cudaEventSynchronize,
-      .event_destroy = cudaEventDestroy,
-      .stream_get_flags = cudaStreamGetFlags,
-  };
+  pg_cudart_fns_t rt = sim_runtime_fns();
+  rt.event_create_with_flags = create_event;
   pg_devops_t ops = pg_devops_runtime(&rt);
   if (pg_tracker_init(&ops) != 0) return 2;
   own_regions_with_churn();

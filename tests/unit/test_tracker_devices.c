@@ -20,18 +20,11 @@ static int cur_dev(void) {
 }
 
 static void setup(void) {
-  pg_cudart_fns_t rt = {
-      .event_create_with_flags = cudaEventCreateWithFlags,
-      .event_record = cudaEventRecord,
-      .event_query = cudaEventQuery,
-      .event_synchronize = cudaEventSynchronize,
-      .event_destroy = cudaEventDestroy,
-      .stream_get_flags = cudaStreamGetFlags,
-      .get_device = cudaGetDevice,
-      .get_device_count = cudaGetDeviceCount,
-      .set_device = cudaSetDevice,
-      .stream_get_device = cudaStreamGetDevice,
-  };
+  pg_cudart_fns_t rt = sim_runtime_fns();
+  rt.get_device = cudaGetDevice;
+  rt.get_device_count = cudaGetDeviceCount;
+  rt.set_device = cudaSetDevice;
+  rt.stream_get_device = cudaStreamGetDevice;
   pg_devops_t ops = pg_devops_runtime(&rt);
   cr_assert_eq(pg_tracker_init(&ops), 0);
   int n = 0;

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "pg_devops_runtime.h"
+#include "sim_runtime_fns.h"
 #include "pg_tracker.h"
 #include "simcuda_kernel.h"
 
@@ -23,14 +24,8 @@ static cudaError_t tt_count_create(cudaEvent_t *e, unsigned flags) {
 
 /* The tracker on the simulated runtime, through the shim's runtime backend. */
 static inline void tt_init_tracker(void) {
-  pg_cudart_fns_t rt = {
-      .event_create_with_flags = tt_count_create,
-      .event_record = cudaEventRecord,
-      .event_query = cudaEventQuery,
-      .event_synchronize = cudaEventSynchronize,
-      .event_destroy = cudaEventDestroy,
-      .stream_get_flags = cudaStreamGetFlags,
-  };
+  pg_cudart_fns_t rt = sim_runtime_fns();
+  rt.event_create_with_flags = tt_count_create;
   pg_devops_t ops = pg_devops_runtime(&rt);
   cr_assert_eq(pg_tracker_init(&ops), 0);
 }
