@@ -11,7 +11,6 @@
 #undef cuGetProcAddress
 
 #include "pg_op.h"
-#include "pg_policy.h"
 
 /* The per-thread-default-stream twins, which the header declares only in that build mode. */
 #define PG_DECLARE_CU_PTSZ(name, twin) extern __typeof__(name) twin
@@ -109,9 +108,7 @@ static bool describe(const void *func, pg_kparams_t *kp) {
   const char *name = NULL;
   kp->name = (get_name && get_name(&name, (CUfunction)func) == CUDA_SUCCESS && name) ? name
                                                                                       : "kernel";
-  if (kp->nparams < 0 && pg_policy_options()->verbosity >= 1)
-    pg_shim_warn("kernel %p has no parameter information (cuFuncGetParamInfo failed); its "
-                 "launches are not scanned for host pointers", func);
+  if (kp->nparams < 0) pg_shim_note_unscanned(func, "cuFuncGetParamInfo");
   return true;
 }
 

@@ -15,11 +15,11 @@
 #include "pg_op.h"
 #include "pg_policy.h"
 
-/* Said once per function (describe runs once per function), at verbosity >= 1. */
-static void note_unscanned(const void *func) {
+/* pg_shim.h; also the driver layer's (pg_cu_api.c). */
+void pg_shim_note_unscanned(const void *func, const char *query) {
   if (pg_policy_options()->verbosity >= 1)
-    pg_shim_warn("kernel %p has no parameter information (cudaFuncGetParamInfo failed); "
-                 "its launches are not scanned for host pointers", func);
+    pg_shim_warn("kernel %p has no parameter information (%s failed); its launches are not "
+                 "scanned for host pointers", func, query);
 }
 
 /* Asks the runtime for a function's parameter layout (core/pg_kernel_params.c caches it).
@@ -40,7 +40,7 @@ static bool describe(const void *func, pg_kparams_t *kp) {
   const char *name = NULL;
   kp->name = (get_name && get_name(&name, func) == cudaSuccess && name) ? name : "kernel";
   clear();
-  if (kp->nparams < 0) note_unscanned(func);
+  if (kp->nparams < 0) pg_shim_note_unscanned(func, "cudaFuncGetParamInfo");
   return true;
 }
 

@@ -52,6 +52,10 @@ int pg_shim_unpin(void *p, bool is_free, const pg_stack_t *st, int (*forward)(vo
 /* Before a host registration (either API layer): what its mapping says (PG_REGION_FLAG_*). */
 unsigned pg_shim_register_kind(void *p, size_t n);
 
+/* Says once per function (its describe callback runs once), at verbosity >= 1, that a kernel's
+ * launches go unscanned because `query` gave no parameter layout. */
+void pg_shim_note_unscanned(const void *func, const char *query);
+
 /* A kernel launch in either API layer: the op from func's cached parameter layout (asked with
  * describe on first sight) and the argument array, then fwd(fwd_ctx), which returns the API's
  * status (0: success), between the decisions. Returns that status. */
