@@ -305,7 +305,8 @@ void pg_decide_unpin_end(const pg_unpin_t *saved, bool succeeded) {
 }
 
 /* ---- asynchronous operations --------------------------------------------------------------- */
-/* Keeps the spans that lie in pinned memory; a kernel span of length 0 runs to its region's end. */
+/* Keeps the spans that lie in pinned memory; a kernel span of length 0 runs to its region's end,
+ * and reads only when the region is registered read-only (the device cannot write it). */
 static void keep_pinned_spans(pg_op_t *op) {
   size_t kept = 0;
   for (size_t i = 0; i < op->nspans; i++) {
@@ -315,6 +316,7 @@ static void keep_pinned_spans(pg_op_t *op) {
       pg_region_t reg;
       if (!pg_region_find(s.p, &reg)) continue;
       s.n = reg.base + reg.size - (uintptr_t)s.p;
+      if (pg_pin_is_read_only(reg.how, reg.flags)) s.dir = PG_DIR_READ;
       if (lk) pg_region_lookup(s.p, s.n, lk);
     } else if (!is_pinned(s.p, s.n, op->only_tracked, lk)) {
       continue;

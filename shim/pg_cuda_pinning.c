@@ -26,6 +26,10 @@ unsigned pg_shim_register_kind(void *p, size_t n) {
   return kind;
 }
 
+_Static_assert(PG_REGISTER_IOMEMORY == cudaHostRegisterIoMemory &&
+                   PG_REGISTER_READ_ONLY == cudaHostRegisterReadOnly,
+               "core's registration flags differ from the runtime's");
+
 PG_INTERCEPT(cudaError_t, cudaHostRegister, void *p, size_t size, unsigned int flags) {
   unsigned kind = pg_shim_register_kind(p, size);
   cudaError_t err = PG_FORWARD(cudaHostRegister, p, size, flags);

@@ -22,4 +22,17 @@ typedef enum pg_pin_how {
   PG_PIN_DISCOVERED,  /* pinned before pinguard saw it; found by cudaPointerGetAttributes */
 } pg_pin_how_t;
 
+/* Registration flags that change what pinguard does (the values of cudaHostRegisterIoMemory and
+ * cudaHostRegisterReadOnly, and of their driver twins; shim/ checks that at compile time). */
+#define PG_REGISTER_IOMEMORY 0x04u  /* a device's I/O memory (a PCIe BAR): never guard-paged */
+#define PG_REGISTER_READ_ONLY 0x08u /* the device may only read it: its accesses are reads */
+
+/* Whether a region pinned `how` with `flags` is I/O memory or read-only for the device. */
+static inline int pg_pin_is_iomemory(pg_pin_how_t how, unsigned flags) {
+  return how == PG_PIN_REGISTER && (flags & PG_REGISTER_IOMEMORY);
+}
+static inline int pg_pin_is_read_only(pg_pin_how_t how, unsigned flags) {
+  return how == PG_PIN_REGISTER && (flags & PG_REGISTER_READ_ONLY);
+}
+
 #endif /* PG_KINDS_H */
