@@ -5,7 +5,10 @@
  *   - the same lookup again: the same answer;
  *   - cuGetProcAddress_v2 as dlsym handed it: the same swap for what it returns;
  *   - every other lookup keeps its meaning, RTLD_NEXT included: glibc answers it relative to
- *     the caller, which must still be this program, not libpinguard.so.
+ *     the caller, which must still be this program, not libpinguard.so;
+ *   - a lookup made from inside the driver (simcuda_driver_self_lookup: dlsym on its own handle,
+ *     and the cuGetProcAddress_v2 this program was handed, called from the driver's code) gets
+ *     the driver's own function, never a wrapper that would call back into it.
  * Run under the preload it checks the swaps; without it (argument "plain") it checks that every
  * answer is the driver's. Prints one line per check and exits 1 on the first failure. */
 #include <dlfcn.h>
@@ -67,6 +70,30 @@ int main(int argc, char **argv) {
     fn = NULL;
     r = gpa("cuInit", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st);
     expect_in("cuGetProcAddress_v2(cuInit) is in", fn, "libcuda");
+  }
+
+  /* From inside the driver: what it finds must be its own, wrapped function or not. */
+  typedef int (*self_lookup_fn)(const char *, const char *, void *, void **, void **);
+  self_lookup_fn self_lookup = (self_lookup_fn)dlsym(h, "simcuda_driver_self_lookup");
+  const char *const names[][2] = {{"cuLaunchKernel", "cuLaunchKernel"},
+                                  {"cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync"},
+                                  {"cuInit", "cuInit"}};
+  for (size_t i = 0; self_lookup && i < sizeof names / sizeof *names; i++) {
+    void *by_dlsym = NULL, *by_gpa = NULL;
+    char what[96];
+    if (self_lookup(names[i][0], names[i][1], (void *)gpa, &by_dlsym, &by_gpa) != 0) {
+      printf("FAIL: simcuda_driver_self_lookup(%s) found no handle\n", names[i][0]);
+      failures++;
+      continue;
+    }
+    snprintf(what, sizeof what, "the driver's dlsym(itself, %s) is in", names[i][0]);
+    expect_in(what, by_dlsym, "libcuda");
+    snprintf(what, sizeof what, "the driver's cuGetProcAddress_v2(%s) is in", names[i][1]);
+    expect_in(what, by_gpa, "libcuda");
+  }
+  if (!self_lookup) {
+    printf("FAIL: simcuda_driver_self_lookup is missing\n");
+    failures++;
   }
 
   /* RTLD_NEXT from this program: the next definition after it in the search order, which under
