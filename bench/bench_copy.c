@@ -1,7 +1,9 @@
 /* bench_copy.c: the per-copy microbenchmark. T threads, each with its own non-blocking stream
- * and pinned buffer, enqueue N host->device cudaMemcpyAsync of S bytes. The same binary runs with
- * and without libpinguard.so preloaded (bench/run.sh chooses), so the difference between runs is
- * what pinguard adds to one call. Prints one JSON line. */
+ * and pinned buffer, enqueue N host->device cudaMemcpyAsync of S bytes (with --driver, the
+ * driver's cuMemcpyHtoDAsync_v2, called as a program linked against libcuda calls it). The same
+ * binary runs with and without libpinguard.so preloaded (bench/run.sh chooses), so the difference
+ * between runs is what pinguard adds to one call. Prints one JSON line. */
+#include <cuda.h>
 #include <pthread.h>
 
 #include "bench_util.h"
@@ -11,6 +13,7 @@ typedef struct worker {
   long copies, bytes, batch;
   int record_event;   /* also cudaEventRecord after each copy: the floor of one event per copy */
   int gate;           /* hold each batch behind a host function until it is enqueued */
+  int driver;         /* copy with cuMemcpyHtoDAsync_v2 instead of cudaMemcpyAsync */
   pthread_barrier_t *start;
   double *batch_ns;   /* per-call ns of each timed batch */
   size_t nbatches;
@@ -74,8 +77,17 @@ static void *run_worker(void *arg) {
     uint64_t t0 = bench_now_ns();
     for (long i = 0; i < n; i++) {
       long k = (done + i) % SLOTS;
-      BENCH_CHECK(cudaMemcpyAsync(dev + k * w->bytes, host + k * w->bytes, (size_t)w->bytes,
-                                  cudaMemcpyHostToDevice, s));
+      if (w->driver) {
+        if (cuMemcpyHtoDAsync_v2((CUdeviceptr)(uintptr_t)(dev + k * w->bytes),
+                                 host + k * w->bytes, (size_t)w->bytes, (CUstream)s) !=
+            CUDA_SUCCESS) {
+          fprintf(stderr, "bench_copy: cuMemcpyHtoDAsync_v2 failed\n");
+          exit(3);
+        }
+      } else {
+        BENCH_CHECK(cudaMemcpyAsync(dev + k * w->bytes, host + k * w->bytes, (size_t)w->bytes,
+                                    cudaMemcpyHostToDevice, s));
+      }
       if (w->record_event) BENCH_CHECK(cudaEventRecord(ev[k], s));
     }
     uint64_t t1 = bench_now_ns();
@@ -97,14 +109,16 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help")) {
       printf("usage: bench_copy [--threads T] [--copies N] [--bytes S] [--batch B] "
-             "[--record-event] [--gate]\n"
+             "[--record-event] [--gate] [--driver]\n"
              "  T threads (default 1), each N (default 100000) host->device cudaMemcpyAsync of\n"
              "  S bytes (default 4096) on its own stream, timed in batches of B (default 1024);\n"
              "  prints one JSON line: median ns per call over batches, and calls per second.\n"
              "  --record-event: also cudaEventRecord after each copy (what one completion\n"
              "  event per tracked copy costs the runtime; the call figure covers both).\n"
              "  --gate: hold each batch behind a host function until it is enqueued, so that\n"
-             "  no copy completes meanwhile (repeatable instruction counts).\n");
+             "  no copy completes meanwhile (repeatable instruction counts).\n"
+             "  --driver: copy with the driver's cuMemcpyHtoDAsync_v2 (the event record and\n"
+             "  everything else stay runtime calls).\n");
       return 0;
     }
   }
@@ -112,10 +126,11 @@ int main(int argc, char **argv) {
   long copies = bench_opt(argc, argv, "--copies", 100000);
   long bytes = bench_opt(argc, argv, "--bytes", 4096);
   long batch = bench_opt(argc, argv, "--batch", 1024);
-  int record_event = 0, gate = 0;
+  int record_event = 0, gate = 0, driver = 0;
   for (int i = 1; i < argc; i++) {
     record_event |= !strcmp(argv[i], "--record-event");
     gate |= !strcmp(argv[i], "--gate");
+    driver |= !strcmp(argv[i], "--driver");
   }
   if (threads < 1 || threads > 64 || copies < 1 || bytes < 1 || batch < 1) {
     fprintf(stderr, "bench_copy: threads 1..64, copies, bytes and batch >= 1\n");
@@ -133,7 +148,7 @@ int main(int argc, char **argv) {
   if (!w || !tid || !all) return 3;
   for (long t = 0; t < threads; t++) {
     w[t] = (worker_t){.index = (int)t, .copies = copies, .bytes = bytes, .batch = batch,
-                      .record_event = record_event, .gate = gate, .start = &start,
+                      .record_event = record_event, .gate = gate, .driver = driver, .start = &start,
                       .batch_ns = all + per * (size_t)t};
     if (pthread_create(&tid[t], NULL, run_worker, &w[t]) != 0) return 3;
   }
@@ -149,9 +164,9 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < n; i++) mean += all[i];
   mean /= (double)(n ? n : 1);
   double med = bench_median(all, n);
-  printf("{\"bench\":\"copy\",\"threads\":%ld,\"bytes\":%ld,\"copies\":%ld,\"batch\":%ld,"
+  printf("{\"bench\":\"copy\",\"api\":\"%s\",\"threads\":%ld,\"bytes\":%ld,\"copies\":%ld,\"batch\":%ld,"
          "\"ns_per_call\":%.1f,\"mean_ns_per_call\":%.1f,\"wall_s\":%.6f,\"calls_per_s\":%.0f}\n",
-         threads, bytes, copies * threads, batch, med, mean, wall,
+         driver ? "driver" : "runtime", threads, bytes, copies * threads, batch, med, mean, wall,
          (double)(copies * threads) / wall);
   free(all);
   free(tid);

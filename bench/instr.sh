@@ -6,9 +6,13 @@
 # runtime plus one cudaEventRecord per copy, and under pinguard in audit (guard=0). Then
 #   added_instr_per_copy = pinguard - runtime_record
 # is what pinguard costs beyond the completion event that any completion tracking pays.
-#   bench/instr.sh [--case copy|scale] [--threads T] [--copies N] [--budget B] [--profile DIR]
+#   bench/instr.sh [--case copy|scale] [--api runtime|driver] [--threads T] [--copies N]
+#                  [--budget B] [--profile DIR]
 #     --case copy   (default) bench_copy: T threads (default 1), each its own stream, 4 KiB
 #                   host->device cudaMemcpyAsync; N defaults to 8192
+#     --api driver  the copies are the driver's cuMemcpyHtoDAsync_v2 instead (case copy; the
+#                   baseline's event record stays the runtime's cudaEventRecord, which is what
+#                   pinguard's completion event costs in either layer)
 #     --case scale  bench_scale: R regions registered (--regions, default 100,000) and F copies
 #                   held in flight (--inflight, default 10,000), then the timed copies; N
 #                   defaults to 8192 (runs at N and 3N)
@@ -27,10 +31,11 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-case=copy threads=1 copies="" budget="" profile="" regions=100000 inflight=10000
+case=copy api=runtime threads=1 copies="" budget="" profile="" regions=100000 inflight=10000
 while [ $# -gt 0 ]; do
   case $1 in
     --case) case=$2; shift 2 ;;
+    --api) api=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --copies) copies=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
@@ -52,12 +57,15 @@ done
 
 case $case in
   copy)  copies=${copies:-8192}; long=$((2 * copies))
-         prog=("$bin/bench_copy" --threads "$threads" --gate); pre=""; per_run=$threads ;;
+         prog=("$bin/bench_copy" --threads "$threads" --gate); pre=""; per_run=$threads
+         [ "$api" = runtime ] || prog+=(--driver) ;;
   scale) copies=${copies:-8192}; long=$((3 * copies)); threads=1
          prog=("$bin/bench_scale" --regions "$regions" --inflight "$inflight" --gate)
          pre=":$stub"; per_run=1 ;;
   *) echo "instr.sh: --case copy|scale" >&2; exit 2 ;;
 esac
+case $api in runtime|driver) ;; *) echo "instr.sh: --api runtime|driver" >&2; exit 2 ;; esac
+[ "$api" = runtime ] || [ "$case" = copy ] || { echo "instr.sh: --api driver needs --case copy" >&2; exit 2; }
 out=$(mktemp -d "${TMPDIR:-/tmp}/pg-instr.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 [ -z "$profile" ] || mkdir -p "$profile"
@@ -94,8 +102,8 @@ audit=$(marginal audit)
 added=$(awk -v a="$audit" -v r="$record" 'BEGIN {printf "%.1f", a - r}')
 geometry=""
 [ "$case" = copy ] || geometry="\"regions\":$regions,\"inflight\":$inflight,"
-printf '{"bench":"instr","case":"%s","threads":%s,%s"copies":[%s,%s],' \
-  "$case" "$threads" "$geometry" "$copies" "$long"
+printf '{"bench":"instr","case":"%s","api":"%s","threads":%s,%s"copies":[%s,%s],' \
+  "$case" "$api" "$threads" "$geometry" "$copies" "$long"
 rec_only=$(awk -v r="$record" -v n="$runtime" 'BEGIN {printf "%.1f", r - n}')
 printf '"runtime":%s,"runtime_record":%s,"audit":%s,"record":%s,"added_instr_per_copy":%s}\n' \
   "$runtime" "$record" "$audit" "$rec_only" "$added"
@@ -108,7 +116,7 @@ if [ -n "$profile" ]; then
 fi
 if [ -n "$budget" ]; then
   awk -v a="$added" -v b="$budget" 'BEGIN {exit !(a <= b)}' || {
-    echo "instr.sh: added_instr_per_copy $added is above the budget $budget ($case," \
+    echo "instr.sh: added_instr_per_copy $added is above the budget $budget ($case, $api," \
       "$threads thread(s))" >&2
     exit 1
   }
