@@ -18,6 +18,13 @@ typedef struct pg_cudrv_fns {
   CUresult (*stream_is_capturing)(CUstream s, CUstreamCaptureStatus *st);      /* optional */
   CUresult (*pointer_get_attribute)(void *data, CUpointer_attribute a, CUdeviceptr p); /* " */
   CUresult (*ctx_get_device)(CUdevice *device);                                /* optional */
+  /* Several devices (optional; all of the first five, or one device). */
+  CUresult (*device_get_count)(int *count);
+  CUresult (*device_get)(CUdevice *device, int ordinal);
+  CUresult (*primary_ctx_retain)(CUcontext *ctx, CUdevice device);
+  CUresult (*ctx_get_current)(CUcontext *ctx);
+  CUresult (*ctx_set_current)(CUcontext ctx);
+  CUresult (*stream_get_device)(CUstream s, CUdevice *device); /* CUDA 12.8; optional */
 } pg_cudrv_fns_t;
 
 /* Keeps *fns (one backend per process) and returns the table that calls them. */

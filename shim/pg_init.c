@@ -62,6 +62,12 @@ static bool driver_ops(pg_devops_t *ops) {
       .stream_is_capturing = PG_REAL(cuStreamIsCapturing),
       .pointer_get_attribute = PG_REAL(cuPointerGetAttribute),
       .ctx_get_device = PG_REAL(cuCtxGetDevice),
+      .device_get_count = PG_REAL(cuDeviceGetCount),
+      .device_get = PG_REAL(cuDeviceGet),
+      .primary_ctx_retain = PG_REAL(cuDevicePrimaryCtxRetain),
+      .ctx_get_current = PG_REAL(cuCtxGetCurrent),
+      .ctx_set_current = PG_REAL(cuCtxSetCurrent),
+      .stream_get_device = PG_REAL(cuStreamGetDevice),
   };
   if (!drv.event_create || !drv.event_record || !drv.event_query || !drv.event_synchronize ||
       !drv.event_destroy)

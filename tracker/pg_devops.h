@@ -9,6 +9,10 @@
 #include <stdbool.h>
 #include <cuda_runtime_api.h>
 
+/* Devices with ordinals at or beyond this one are not tracked (their default streams resolve to
+ * no state, as when out of stream ids), and no backend switches to them. */
+#define PG_MAX_DEVICES 64
+
 typedef enum pg_dev_result {
   PG_DEV_OK = 0,
   PG_DEV_NOT_READY, /* a query: the work is still in flight */

@@ -19,9 +19,6 @@ extern __thread int pg_hash_oom; /* set when a uthash add could not allocate */
 /* Dense stream ids index the vector clocks; id 0 is never used. Beyond this many streams alive
  * at once, new streams are not tracked. */
 #define PG_MAX_STREAMS 512
-/* Devices with ordinals at or beyond this one are not tracked (their default streams resolve to
- * no state, as when out of stream ids). */
-#define PG_MAX_DEVICES 64
 
 /* A region's in-flight set keeps its first slots inside the record (one cache line), and adds a
  * uthash by address once it holds PG_HASH_SLOTS distinct starts. */

@@ -40,6 +40,8 @@ cudaError_t sc_stream_create(cudaStream_t *pStream, unsigned flags, int priority
 cudaError_t sc_stream_destroy(cudaStream_t stream);
 cudaError_t sc_stream_sync(cudaStream_t h, bool ptsz);
 cudaError_t sc_stream_query(cudaStream_t h, bool ptsz);
+cudaError_t sc_stream_get_flags(cudaStream_t h, unsigned int *flags, bool ptsz);
+cudaError_t sc_stream_get_device(cudaStream_t h, int *device, bool ptsz);
 cudaError_t sc_wait_event(cudaStream_t h, cudaEvent_t event, unsigned flags, bool ptsz);
 cudaError_t sc_host_func(cudaStream_t h, cudaHostFn_t fn, void *data, bool ptsz);
 cudaError_t sc_device_synchronize(void);

@@ -32,7 +32,7 @@ cudaError_t sc_stream_destroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 
-static cudaError_t sc_stream_get_flags(cudaStream_t h, unsigned int *flags, bool ptsz) {
+cudaError_t sc_stream_get_flags(cudaStream_t h, unsigned int *flags, bool ptsz) {
   cudaError_t err = cudaSuccess;
   sc_stream *s = sc_stream_get(h, ptsz, &err);
   if (!s) return sc_ret(err);
@@ -70,7 +70,7 @@ SC_API cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *priorit
   return sc_stream_get_priority(hStream, priority, true);
 }
 
-static cudaError_t sc_stream_get_device(cudaStream_t h, int *device, bool ptsz) {
+cudaError_t sc_stream_get_device(cudaStream_t h, int *device, bool ptsz) {
   cudaError_t err = cudaSuccess;
   sc_stream *s = sc_stream_get(h, ptsz, &err);
   if (!s) return sc_ret(err);

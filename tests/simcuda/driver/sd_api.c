@@ -352,6 +352,23 @@ SD_API CUresult CUDAAPI cuStreamQuery_ptsz(CUstream h) {
   SD_ENTER("cuStreamQuery");
   SD_RUN(sc_stream_query((cudaStream_t)h, true));
 }
+SD_API CUresult CUDAAPI cuStreamGetFlags(CUstream h, unsigned int *flags) {
+  SD_ENTER("cuStreamGetFlags");
+  SD_RUN(sc_stream_get_flags((cudaStream_t)h, flags, false));
+}
+SD_API CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream h, unsigned int *flags) {
+  SD_ENTER("cuStreamGetFlags");
+  SD_RUN(sc_stream_get_flags((cudaStream_t)h, flags, true));
+}
+/* A CUdevice is the device's ordinal here, as cuDeviceGet gives it. */
+SD_API CUresult CUDAAPI cuStreamGetDevice(CUstream h, CUdevice *device) {
+  SD_ENTER("cuStreamGetDevice");
+  SD_RUN(sc_stream_get_device((cudaStream_t)h, (int *)device, false));
+}
+SD_API CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream h, CUdevice *device) {
+  SD_ENTER("cuStreamGetDevice");
+  SD_RUN(sc_stream_get_device((cudaStream_t)h, (int *)device, true));
+}
 SD_API CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent ev, unsigned int Flags) {
   SD_ENTER("cuStreamWaitEvent");
   SD_RUN(sc_wait_event((cudaStream_t)h, (cudaEvent_t)ev, Flags, false));

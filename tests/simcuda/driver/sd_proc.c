@@ -34,7 +34,7 @@
   X(cuStreamSynchronize_ptsz) X(cuStreamQuery_ptsz) X(cuStreamWaitEvent_ptsz)                 \
   X(cuLaunchHostFunc_ptsz) X(cuEventRecord_ptsz) X(cuEventRecordWithFlags_ptsz)               \
   X(cuStreamBeginCapture_v2_ptsz) X(cuStreamEndCapture_ptsz) X(cuStreamIsCapturing_ptsz)   \
-  X(cuGraphLaunch_ptsz)
+  X(cuGraphLaunch_ptsz) X(cuStreamGetFlags_ptsz) X(cuStreamGetDevice_ptsz)
 #define SD_DECLARE(name) extern void name(void);
 SD_ADDR_ONLY(SD_DECLARE)
 #undef SD_DECLARE
@@ -138,6 +138,8 @@ static const sd_proc sd_procs[] = {
     PT(cuStreamSynchronize, 2000, cuStreamSynchronize, cuStreamSynchronize_ptsz),
     PT(cuStreamQuery, 2000, cuStreamQuery, cuStreamQuery_ptsz),
     PT(cuStreamWaitEvent, 3020, cuStreamWaitEvent, cuStreamWaitEvent_ptsz),
+    PT(cuStreamGetFlags, 5050, cuStreamGetFlags, cuStreamGetFlags_ptsz),
+    PT(cuStreamGetDevice, 12080, cuStreamGetDevice, cuStreamGetDevice_ptsz),
     PT(cuLaunchHostFunc, 10000, cuLaunchHostFunc, cuLaunchHostFunc_ptsz),
     P(cuEventCreate, 2000, cuEventCreate),
     P(cuEventDestroy, 4000, cuEventDestroy_v2),

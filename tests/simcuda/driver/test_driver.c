@@ -538,3 +538,37 @@ Test(driver, fault_injection_by_driver_name, .init = fail_driver) {
   CU(cuCtxSynchronize());
   CU(cuMemFreeHost(p));
 }
+
+/* A stream keeps the device and flags it was created with (cuStreamGetDevice, CUDA 12.8, and
+ * cuStreamGetFlags); the legacy handle means the current device's legacy stream. */
+Test(driver, streams_know_their_device_and_flags, .init = eight) {
+  CUcontext c2, c5;
+  CU(cuInit(0));
+  CU(cuDevicePrimaryCtxRetain(&c2, 2));
+  CU(cuDevicePrimaryCtxRetain(&c5, 5));
+  CU(cuCtxSetCurrent(c2));
+  CUstream s;
+  CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CU(cuCtxSetCurrent(c5));
+  CUdevice dev = -1;
+  unsigned flags = 99;
+  CU(cuStreamGetDevice(s, &dev));
+  CU(cuStreamGetFlags(s, &flags));
+  cr_assert_eq(dev, 2, "the stream's device is the one current at its creation");
+  cr_assert_eq(flags, CU_STREAM_NON_BLOCKING);
+  CU(cuStreamGetDevice(0, &dev));
+  CU(cuStreamGetFlags(0, &flags));
+  cr_assert_eq(dev, 5, "handle 0 is the current device's legacy stream");
+  cr_assert_eq(flags, 0);
+  void *ptsz = proc("cuStreamGetDevice", 12080, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+  cr_assert_not_null(ptsz);
+  cr_assert_neq(ptsz, (void *)cuStreamGetDevice, "flags choose the per-thread variant");
+  CU(((CUresult(*)(CUstream, CUdevice *))ptsz)(0, &dev));
+  cr_assert_eq(dev, 5);
+  void *fn = NULL;
+  CUdriverProcAddressQueryResult st;
+  cr_assert_eq(cuGetProcAddress("cuStreamGetDevice", &fn, 12070, 0, &st), CUDA_ERROR_NOT_FOUND,
+               "cuStreamGetDevice came with 12.8");
+  cr_assert_eq(cuStreamGetFlags(s, NULL), CUDA_ERROR_INVALID_VALUE);
+  CU(cuStreamDestroy_v2(s));
+}
