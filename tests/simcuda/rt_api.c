@@ -507,3 +507,38 @@ SR_API cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream,
   return sr_cu(
       sr_drv.streamIsCapturing_ptsz((CUstream)stream, (CUstreamCaptureStatus *)pCaptureStatus));
 }
+
+/* ---- graphs ----------------------------------------------------------------------------------- */
+/* The two instantiations are one driver call each; neither calls the other through its exported
+ * name, so an interposer sees each call once. */
+SR_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                        unsigned long long flags) {
+  SR_ENTER("cudaGraphInstantiate");
+  return sr_cu(sr_drv.graphInstantiateWithFlags((CUgraphExec *)pGraphExec, (CUgraph)graph, flags));
+}
+
+SR_API cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                                 unsigned long long flags) {
+  SR_ENTER("cudaGraphInstantiateWithFlags");
+  return sr_cu(sr_drv.graphInstantiateWithFlags((CUgraphExec *)pGraphExec, (CUgraph)graph, flags));
+}
+
+SR_API cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  SR_ENTER("cudaGraphLaunch");
+  return sr_cu(sr_drv.graphLaunch((CUgraphExec)graphExec, (CUstream)stream));
+}
+
+SR_API cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  SR_ENTER("cudaGraphLaunch");
+  return sr_cu(sr_drv.graphLaunch_ptsz((CUgraphExec)graphExec, (CUstream)stream));
+}
+
+SR_API cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  SR_ENTER("cudaGraphDestroy");
+  return sr_cu(sr_drv.graphDestroy((CUgraph)graph));
+}
+
+SR_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
+  SR_ENTER("cudaGraphExecDestroy");
+  return sr_cu(sr_drv.graphExecDestroy((CUgraphExec)graphExec));
+}

@@ -74,7 +74,12 @@
   X(streamEndCapture, "cuStreamEndCapture", 0, cuStreamEndCapture)                    \
   X(streamEndCapture_ptsz, "cuStreamEndCapture", SR_PTSZ, cuStreamEndCapture)         \
   X(streamIsCapturing, "cuStreamIsCapturing", 0, cuStreamIsCapturing)                 \
-  X(streamIsCapturing_ptsz, "cuStreamIsCapturing", SR_PTSZ, cuStreamIsCapturing)
+  X(streamIsCapturing_ptsz, "cuStreamIsCapturing", SR_PTSZ, cuStreamIsCapturing)        \
+  X(graphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 0, cuGraphInstantiateWithFlags) \
+  X(graphLaunch, "cuGraphLaunch", 0, cuGraphLaunch)                                   \
+  X(graphLaunch_ptsz, "cuGraphLaunch", SR_PTSZ, cuGraphLaunch)                        \
+  X(graphDestroy, "cuGraphDestroy", 0, cuGraphDestroy)                                \
+  X(graphExecDestroy, "cuGraphExecDestroy", 0, cuGraphExecDestroy)
 
 typedef struct sr_driver {
 #define SR_FIELD(field, name, flags, proto) __typeof__(&proto) field;

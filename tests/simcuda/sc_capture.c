@@ -196,8 +196,8 @@ static sc_graph *sc_graph_get(const void *h, uint32_t magic) {
   return g && g->magic == magic ? (sc_graph *)g : NULL;
 }
 
-/* Both instantiation calls take the same flags; none of them changes what a launch replays.
- * Neither calls the other through its exported name, so an interposer sees each call once. */
+/* The graph entry points (cuGraphInstantiateWithFlags, cuGraphLaunch, the destroys) are the
+ * driver's (driver/sd_api.c); the runtime's are made of them (rt_api.c). */
 cudaError_t sc_graph_instantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph) {
   sc_graph *g = sc_graph_get(graph, SC_GRAPH_MAGIC);
   if (!pGraphExec || !g) return sc_ret(cudaErrorInvalidValue);
@@ -205,20 +205,6 @@ cudaError_t sc_graph_instantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph)
   if (!e) return sc_ret(cudaErrorMemoryAllocation);
   *pGraphExec = (cudaGraphExec_t)e;
   return cudaSuccess;
-}
-
-SC_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
-                                        unsigned long long flags) {
-  SC_ENTER("cudaGraphInstantiate");
-  (void)flags;
-  return sc_graph_instantiate(pGraphExec, graph);
-}
-
-SC_API cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
-                                                 unsigned long long flags) {
-  SC_ENTER("cudaGraphInstantiateWithFlags");
-  (void)flags;
-  return sc_graph_instantiate(pGraphExec, graph);
 }
 
 cudaError_t sc_graph_launch(cudaGraphExec_t exec, cudaStream_t h, bool ptsz) {
@@ -232,16 +218,6 @@ cudaError_t sc_graph_launch(cudaGraphExec_t exec, cudaStream_t h, bool ptsz) {
     err = op ? sc_submit(s, op, NULL) : cudaErrorMemoryAllocation;
   }
   return err == cudaSuccess ? cudaSuccess : sc_ret(err);
-}
-
-SC_API cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
-  SC_ENTER("cudaGraphLaunch");
-  return sc_graph_launch(graphExec, stream, false);
-}
-
-SC_API cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
-  SC_ENTER("cudaGraphLaunch");
-  return sc_graph_launch(graphExec, stream, true);
 }
 
 cudaError_t sc_graph_destroy(cudaGraph_t graph) {
@@ -258,12 +234,3 @@ cudaError_t sc_graph_exec_destroy(cudaGraphExec_t graphExec) {
   return cudaSuccess;
 }
 
-SC_API cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
-  SC_ENTER("cudaGraphDestroy");
-  return sc_graph_destroy(graph);
-}
-
-SC_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
-  SC_ENTER("cudaGraphExecDestroy");
-  return sc_graph_exec_destroy(graphExec);
-}
