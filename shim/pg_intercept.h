@@ -123,6 +123,9 @@ static inline void *pg_real(enum pg_hook_id id) {
 #define PG_FORWARD(name, ...) \
   PG_FORWARD_OR(cudaErrorSharedObjectSymbolNotFound, name, ##__VA_ARGS__)
 
+/* A driver function: CUDA_ERROR_NOT_FOUND if it does not exist (where cuda.h is included). */
+#define PG_FORWARD_CU(name, ...) PG_FORWARD_OR(CUDA_ERROR_NOT_FOUND, name, ##__VA_ARGS__)
+
 /* PG_WRAPPER(name, decl): records the address of pinguard's own definition of the exported
  * symbol `name` (whose C declaration is `decl`: name itself, or the C name behind an assembler
  * label) in the hidden constant pg_wrapper_<name>, which the hook table picks up (weakly: rows

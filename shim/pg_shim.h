@@ -63,6 +63,22 @@ int pg_shim_launch_tracked(const char *api, bool ptsz, const void *func,
                            pg_kparams_describe_fn describe, void **args, cudaStream_t s,
                            const pg_stack_t *st, int (*fwd)(void *), void *fwd_ctx);
 
+/* The driver layer's describe callback for pg_shim_launch_tracked (pg_cu_api.c): a CUfunction's
+ * parameter layout from cuFuncGetParamInfo, and its name. */
+bool pg_cu_describe_kernel(const void *func, pg_kparams_t *kp);
+
+/* The body of a kernel-launch interceptor in either API layer, whose real launch is fwd(ctx):
+ * forwarded untracked when `untracked` holds or tracking is off, else tracked
+ * (pg_shim_launch_tracked) from the interceptor's call site. A macro, so that the stack is
+ * captured in the interceptor's own frame; it returns from the interceptor. */
+#define PG_LAUNCH_BODY(ret, untracked, api, ptsz, func, describe, args, s, fwd, ctx)          \
+  do {                                                                                      \
+    if ((untracked) || !pg_shim_start_tracking()) return (ret)(fwd)(ctx);                   \
+    pg_stack_t st_;                                                                         \
+    PG_CAPTURE(&st_);                                                                       \
+    return (ret)pg_shim_launch_tracked(api, ptsz, func, describe, args, s, &st_, fwd, ctx); \
+  } while (0)
+
 /* Forwards (`call`: a cudaError_t or CUresult expression, 0 on success), then runs `on_success`
  * under the reentrancy guard when tracking is on: how ordering and completion calls tell core
  * what the host now knows. */
@@ -82,5 +98,41 @@ int pg_shim_launch_tracked(const char *api, bool ptsz, const void *func,
  * returned 0. Returns call's status. */
 int pg_shim_host_sync(cudaStream_t s, cudaStream_t resolved, bool device,
                       int (*call)(cudaStream_t));
+
+/* ---- host functions, capture and graphs: what both API layers do (pg_cuda_sync.c) ---------- */
+/* One enqueue of a host function (cudaLaunchHostFunc, cuLaunchHostFunc) or of a stream callback
+ * (cudaStreamAddCallback). The interceptor fills in its real enqueue and the application's
+ * arguments; pg_shim_enqueue_hostfn may put a trampoline in fn or cb and its record in arg, then
+ * calls real(e), which enqueues whichever of e->fn and e->cb is set, with e->arg, on e->stream
+ * and returns the API's status (0: success). */
+typedef struct pg_hostfn_enqueue {
+  int (*real)(const struct pg_hostfn_enqueue *e);
+  cudaStream_t stream; /* as the application passed it */
+  unsigned flags;      /* cudaStreamAddCallback's */
+  cudaHostFn_t fn;
+  cudaStreamCallback_t cb;
+  void *arg;
+} pg_hostfn_enqueue_t;
+
+/* Enqueues e at a known position in its stream (resolved: e->stream as pg_stream_of gives it),
+ * so that the host function's CPU accesses are judged by stream order. Returns real's status. */
+int pg_shim_enqueue_hostfn(pg_hostfn_enqueue_t *e, cudaStream_t resolved);
+
+/* After a capture's end call returned err (either layer): its ops go to *graph, or go. Returns
+ * err. */
+int pg_shim_capture_ended(cudaStream_t resolved, int err, cudaGraph_t *graph);
+
+/* After an instantiation returned err: *exec runs graph's captured ops. Returns err. */
+int pg_shim_graph_instantiated(int err, cudaGraphExec_t *exec, cudaGraph_t graph);
+
+/* A graph launch in either API layer: forwards with `call`; on success the ops captured into the
+ * graph become in flight on `resolved`, launched from the interceptor's call site (a macro, for
+ * that stack). Evaluates to call's status. */
+#define PG_GRAPH_LAUNCHED(call, exec, resolved)                                 \
+  __extension__({                                                              \
+    pg_stack_t gst_ = {0};                                                     \
+    if (pg_shim_start_tracking()) PG_CAPTURE(&gst_);                           \
+    PG_AFTER_SUCCESS(call, pg_decide_graph_launched((exec), (resolved), &gst_)); \
+  })
 
 #endif /* PG_SHIM_H */
