@@ -154,16 +154,8 @@ int pg_shim_enqueue_hostfn(pg_hostfn_enqueue_t *e, cudaStream_t resolved) {
   return err;
 }
 
-#define PG_LAUNCH_HOST_FUNC(name, ptsz)                                                       \
-  static int real_##name(const pg_hostfn_enqueue_t *e) {                                      \
-    return PG_FORWARD(name, e->stream, e->fn, e->arg);                                        \
-  }                                                                                           \
-  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaHostFn_t fn, void *user) {              \
-    pg_hostfn_enqueue_t e = {.real = real_##name, .stream = s, .fn = fn, .arg = user};        \
-    return (cudaError_t)pg_shim_enqueue_hostfn(&e, pg_stream_of(s, ptsz));                    \
-  }
-PG_LAUNCH_HOST_FUNC(cudaLaunchHostFunc, false)
-PG_LAUNCH_HOST_FUNC(cudaLaunchHostFunc_ptsz, true)
+PG_HOSTFN_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaLaunchHostFunc, false)
+PG_HOSTFN_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaLaunchHostFunc_ptsz, true)
 
 #define PG_ADD_CALLBACK(name, ptsz)                                                           \
   static int real_##name(const pg_hostfn_enqueue_t *e) {                                      \

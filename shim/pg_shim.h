@@ -118,6 +118,18 @@ typedef struct pg_hostfn_enqueue {
  * so that the host function's CPU accesses are judged by stream order. Returns real's status. */
 int pg_shim_enqueue_hostfn(pg_hostfn_enqueue_t *e, cudaStream_t resolved);
 
+/* The interceptor of a host-function launch, name(stream, fn, user), in either API layer:
+ * cudaLaunchHostFunc and cuLaunchHostFunc take the same types (a CUstream is a cudaStream_t, a
+ * CUhostFn a cudaHostFn_t). ret is the API's status type, forward its PG_FORWARD macro. */
+#define PG_HOSTFN_INTERCEPTOR(ret, forward, name, ptsz)                                       \
+  static int real_##name(const pg_hostfn_enqueue_t *e) {                                      \
+    return forward(name, e->stream, e->fn, e->arg);                                           \
+  }                                                                                           \
+  PG_INTERCEPT(ret, name, cudaStream_t s, cudaHostFn_t fn, void *user) {                      \
+    pg_hostfn_enqueue_t e = {.real = real_##name, .stream = s, .fn = fn, .arg = user};        \
+    return (ret)pg_shim_enqueue_hostfn(&e, pg_stream_of(s, ptsz));                            \
+  }
+
 /* After a capture's end call returned err (either layer): its ops go to *graph, or go. Returns
  * err. */
 int pg_shim_capture_ended(cudaStream_t resolved, int err, cudaGraph_t *graph);
