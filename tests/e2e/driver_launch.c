@@ -29,6 +29,9 @@
  *                cuGraphLaunch on, and only then;
  *   graph_ptsz   the same with capture, copy and launch on the per-thread default stream
  *                (the _ptsz variants);
+ *   graph_hostfn a host function captured into a graph runs at each of two launches, reading
+ *                the buffer; bug: while a copy on another stream writes it (a violation enforce
+ *                cannot wait for inside a host function); fixed: after that copy is synchronized;
  *   capture      a device->host copy into the buffer is in flight while another stream captures a
  *                copy from it: enforce must not wait during a capture (wait-during-capture), audit
  *                reports the conflict, and the capture still succeeds and its graph replays
@@ -228,6 +231,12 @@ static void CUDA_CB read_mid(void *unused) {
   seen = host[BYTES / 2];
 }
 
+static int runs;
+static void CUDA_CB count_and_read(void *unused) {
+  runs++;
+  read_mid(unused);
+}
+
 static unsigned long checksum(const unsigned char *p) {
   unsigned long sum = 0;
   for (size_t i = 0; i < BYTES; i += 4096) sum += p[i];
@@ -365,6 +374,25 @@ int main(int argc, char **argv) {
     CK(drv.graph_exec_destroy(x));
     CK(drv.graph_destroy(g));
     puts("graph launched");
+  } else if (strcmp(c, "graph_hostfn") == 0) {
+    CUgraph g;
+    CUgraphExec x;
+    CK(drv.memset(d, FRESH, BYTES, s2));
+    CK(drv.stream_sync(s2));
+    CK(drv.begin_capture(own, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CK(drv.host_func(own, count_and_read, NULL));
+    CK(drv.end_capture(own, &g));
+    CK(drv.instantiate(&x, g, 0));
+    for (int round = 0; round < 2; round++) {
+      CK(drv.dtoh(host, d, BYTES, s2)); /* writes what the graph's host function reads */
+      if (!bug) CK(drv.stream_sync(s2));
+      CK(drv.graph_launch(x, own));
+      CK(drv.stream_sync(own));
+      CK(drv.stream_sync(s2));
+    }
+    CK(drv.graph_exec_destroy(x));
+    CK(drv.graph_destroy(g));
+    printf("the graph's host function ran %d times\n", runs);
   } else if (strcmp(c, "capture") == 0) {
     CUgraph g;
     CUgraphExec x;
