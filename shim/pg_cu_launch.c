@@ -1,9 +1,10 @@
 /* pg_cu_launch.c: the driver API's other ways to enqueue work, and capture: cuLaunchKernelEx and
  * cuLaunchCooperativeKernel, host functions (cuLaunchHostFunc), stream capture and graphs
  * (cuStreamBeginCapture_v2, cuStreamEndCapture, cuGraphInstantiateWithFlags, cuGraphLaunch,
- * cuGraphExecDestroy), each with its _ptsz twin where the driver has one. Their bodies are the
- * runtime layer's (pg_cuda_kernel.c, pg_cuda_sync.c), through the same helpers of pg_shim.h:
- * a CUgraph is a cudaGraph_t, a CUgraphExec a cudaGraphExec_t, a CUhostFn a cudaHostFn_t. How
+ * cuGraphExecDestroy), each with its _ptsz twin where the driver has one. They make the runtime
+ * layer's core calls (pg_cuda_kernel.c, pg_cuda_sync.c) through the same bodies of pg_shim.h:
+ * PG_LAUNCH_BODY for launches, and for the rest one interceptor macro per kind for both layers
+ * (a CUgraph is a cudaGraph_t, a CUgraphExec a cudaGraphExec_t, a CUhostFn a cudaHostFn_t). How
  * clients get these wrappers is pg_cu_entry.c's business, as for pg_cu_api.c's. */
 #include <cuda.h>
 #undef cuGetProcAddress
@@ -17,12 +18,6 @@ extern __typeof__(cuLaunchHostFunc) cuLaunchHostFunc_ptsz;
 extern __typeof__(cuStreamBeginCapture_v2) cuStreamBeginCapture_v2_ptsz;
 extern __typeof__(cuStreamEndCapture) cuStreamEndCapture_ptsz;
 extern __typeof__(cuGraphLaunch) cuGraphLaunch_ptsz;
-
-_Static_assert((int)CU_STREAM_CAPTURE_MODE_GLOBAL == (int)cudaStreamCaptureModeGlobal &&
-                   (int)CU_STREAM_CAPTURE_MODE_THREAD_LOCAL ==
-                       (int)cudaStreamCaptureModeThreadLocal &&
-                   (int)CU_STREAM_CAPTURE_MODE_RELAXED == (int)cudaStreamCaptureModeRelaxed,
-               "driver and runtime capture modes differ");
 
 /* ---- kernels --------------------------------------------------------------------------------- */
 /* cuLaunchKernelEx: grid, block, shared memory and stream live in the config; its attributes
@@ -91,37 +86,14 @@ PG_HOSTFN_INTERCEPTOR(CUresult, PG_FORWARD_CU, cuLaunchHostFunc_ptsz, true)
 /* While a capture is active pinguard never waits (core counts captures from these calls), and
  * what is enqueued on the capturing stream is kept with the capture, to become in flight at each
  * launch of the graph it turns into. */
-#define PG_CU_BEGIN_CAPTURE(name, ptsz)                                                       \
-  PG_INTERCEPT(CUresult, name, CUstream s, CUstreamCaptureMode mode) {                        \
-    return PG_AFTER_SUCCESS(PG_FORWARD_CU(name, s, mode),                                     \
-                            pg_decide_capture_begun(pg_stream_of(s, ptsz)));                  \
-  }
-PG_CU_BEGIN_CAPTURE(cuStreamBeginCapture_v2, false)
-PG_CU_BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz, true)
-
-#define PG_CU_END_CAPTURE(name, ptsz)                                                         \
-  PG_INTERCEPT(CUresult, name, CUstream s, CUgraph *graph) {                                  \
-    return (CUresult)pg_shim_capture_ended(pg_stream_of(s, ptsz),                             \
-                                           PG_FORWARD_CU(name, s, graph), graph);             \
-  }
-PG_CU_END_CAPTURE(cuStreamEndCapture, false)
-PG_CU_END_CAPTURE(cuStreamEndCapture_ptsz, true)
-
+PG_BEGIN_CAPTURE_INTERCEPTOR(CUresult, PG_FORWARD_CU, cuStreamBeginCapture_v2, false,
+                             CUstreamCaptureMode)
+PG_BEGIN_CAPTURE_INTERCEPTOR(CUresult, PG_FORWARD_CU, cuStreamBeginCapture_v2_ptsz, true,
+                             CUstreamCaptureMode)
+PG_END_CAPTURE_INTERCEPTOR(CUresult, PG_FORWARD_CU, cuStreamEndCapture, false)
+PG_END_CAPTURE_INTERCEPTOR(CUresult, PG_FORWARD_CU, cuStreamEndCapture_ptsz, true)
 /* Also what cuGetProcAddress("cuGraphInstantiate") answers from CUDA 12 on. */
-PG_INTERCEPT(CUresult, cuGraphInstantiateWithFlags, CUgraphExec *exec, CUgraph graph,
-             unsigned long long flags) {
-  return (CUresult)pg_shim_graph_instantiated(
-      PG_FORWARD_CU(cuGraphInstantiateWithFlags, exec, graph, flags), exec, graph);
-}
-
-#define PG_CU_GRAPH_LAUNCH(name, ptsz)                                                        \
-  PG_INTERCEPT(CUresult, name, CUgraphExec exec, CUstream s) {                                \
-    return PG_GRAPH_LAUNCHED(PG_FORWARD_CU(name, exec, s), exec, pg_stream_of(s, ptsz));      \
-  }
-PG_CU_GRAPH_LAUNCH(cuGraphLaunch, false)
-PG_CU_GRAPH_LAUNCH(cuGraphLaunch_ptsz, true)
-
-PG_INTERCEPT(CUresult, cuGraphExecDestroy, CUgraphExec exec) {
-  return PG_AFTER_SUCCESS(PG_FORWARD_CU(cuGraphExecDestroy, exec),
-                          pg_decide_graph_exec_destroyed(exec));
-}
+PG_INSTANTIATE_INTERCEPTOR(CUresult, PG_FORWARD_CU, cuGraphInstantiateWithFlags)
+PG_GRAPH_LAUNCH_INTERCEPTOR(CUresult, PG_FORWARD_CU, cuGraphLaunch, false)
+PG_GRAPH_LAUNCH_INTERCEPTOR(CUresult, PG_FORWARD_CU, cuGraphLaunch_ptsz, true)
+PG_GRAPH_EXEC_DESTROY_INTERCEPTOR(CUresult, PG_FORWARD_CU, cuGraphExecDestroy)

@@ -171,13 +171,10 @@ PG_ADD_CALLBACK(cudaStreamAddCallback, false)
 PG_ADD_CALLBACK(cudaStreamAddCallback_ptsz, true)
 
 /* ---- capture and graphs -------------------------------------------------------------------- */
-#define PG_BEGIN_CAPTURE(name, ptsz)                                                          \
-  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, enum cudaStreamCaptureMode mode) {          \
-    return PG_AFTER_SUCCESS(PG_FORWARD(name, s, mode),                                        \
-                            pg_decide_capture_begun(pg_stream_of(s, ptsz)));                  \
-  }
-PG_BEGIN_CAPTURE(cudaStreamBeginCapture, false)
-PG_BEGIN_CAPTURE(cudaStreamBeginCapture_ptsz, true)
+PG_BEGIN_CAPTURE_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaStreamBeginCapture, false,
+                             enum cudaStreamCaptureMode)
+PG_BEGIN_CAPTURE_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaStreamBeginCapture_ptsz, true,
+                             enum cudaStreamCaptureMode)
 
 /* pg_shim.h. The capture ends whatever the result; a failed one leaves no graph to replay. */
 int pg_shim_capture_ended(cudaStream_t resolved, int err, cudaGraph_t *graph) {
@@ -188,14 +185,8 @@ int pg_shim_capture_ended(cudaStream_t resolved, int err, cudaGraph_t *graph) {
   }
   return err;
 }
-
-#define PG_END_CAPTURE(name, ptsz)                                                            \
-  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaGraph_t *graph) {                       \
-    return (cudaError_t)pg_shim_capture_ended(pg_stream_of(s, ptsz), PG_FORWARD(name, s, graph), \
-                                              graph);                                         \
-  }
-PG_END_CAPTURE(cudaStreamEndCapture, false)
-PG_END_CAPTURE(cudaStreamEndCapture_ptsz, true)
+PG_END_CAPTURE_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaStreamEndCapture, false)
+PG_END_CAPTURE_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaStreamEndCapture_ptsz, true)
 
 /* Observed only: the decision layer asks the real function itself when it must know. */
 #define PG_IS_CAPTURING(name)                                                                 \
@@ -214,24 +205,10 @@ int pg_shim_graph_instantiated(int err, cudaGraphExec_t *exec, cudaGraph_t graph
   }
   return err;
 }
+PG_INSTANTIATE_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaGraphInstantiate)
+PG_INSTANTIATE_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaGraphInstantiateWithFlags)
 
-#define PG_GRAPH_INSTANTIATE(name)                                                            \
-  PG_INTERCEPT(cudaError_t, name, cudaGraphExec_t *exec, cudaGraph_t graph,                   \
-               unsigned long long flags) {                                                    \
-    return (cudaError_t)pg_shim_graph_instantiated(PG_FORWARD(name, exec, graph, flags), exec, \
-                                                   graph);                                    \
-  }
-PG_GRAPH_INSTANTIATE(cudaGraphInstantiate)
-PG_GRAPH_INSTANTIATE(cudaGraphInstantiateWithFlags)
+PG_GRAPH_LAUNCH_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaGraphLaunch, false)
+PG_GRAPH_LAUNCH_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaGraphLaunch_ptsz, true)
 
-#define PG_GRAPH_LAUNCH(name, ptsz)                                                           \
-  PG_INTERCEPT(cudaError_t, name, cudaGraphExec_t exec, cudaStream_t s) {                     \
-    return PG_GRAPH_LAUNCHED(PG_FORWARD(name, exec, s), exec, pg_stream_of(s, ptsz));         \
-  }
-PG_GRAPH_LAUNCH(cudaGraphLaunch, false)
-PG_GRAPH_LAUNCH(cudaGraphLaunch_ptsz, true)
-
-PG_INTERCEPT(cudaError_t, cudaGraphExecDestroy, cudaGraphExec_t exec) {
-  return PG_AFTER_SUCCESS(PG_FORWARD(cudaGraphExecDestroy, exec),
-                          pg_decide_graph_exec_destroyed(exec));
-}
+PG_GRAPH_EXEC_DESTROY_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaGraphExecDestroy)

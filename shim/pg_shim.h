@@ -118,7 +118,7 @@ typedef struct pg_hostfn_enqueue {
  * so that the host function's CPU accesses are judged by stream order. Returns real's status. */
 int pg_shim_enqueue_hostfn(pg_hostfn_enqueue_t *e, cudaStream_t resolved);
 
-/* The interceptor of a host-function launch, name(stream, fn, user), in either API layer:
+/* The interceptor of a host-function launch, name(stream, fn, user), in both API layers:
  * cudaLaunchHostFunc and cuLaunchHostFunc take the same types (a CUstream is a cudaStream_t, a
  * CUhostFn a cudaHostFn_t). ret is the API's status type, forward its PG_FORWARD macro. */
 #define PG_HOSTFN_INTERCEPTOR(ret, forward, name, ptsz)                                       \
@@ -137,14 +137,34 @@ int pg_shim_capture_ended(cudaStream_t resolved, int err, cudaGraph_t *graph);
 /* After an instantiation returned err: *exec runs graph's captured ops. Returns err. */
 int pg_shim_graph_instantiated(int err, cudaGraphExec_t *exec, cudaGraph_t graph);
 
-/* A graph launch in either API layer: forwards with `call`; on success the ops captured into the
- * graph become in flight on `resolved`, launched from the interceptor's call site (a macro, for
- * that stack). Evaluates to call's status. */
-#define PG_GRAPH_LAUNCHED(call, exec, resolved)                                 \
-  __extension__({                                                              \
-    pg_stack_t gst_ = {0};                                                     \
-    if (pg_shim_start_tracking()) PG_CAPTURE(&gst_);                           \
-    PG_AFTER_SUCCESS(call, pg_decide_graph_launched((exec), (resolved), &gst_)); \
-  })
+/* The capture and graph interceptors of both API layers, each defined once: ret is the layer's
+ * status type, forward its PG_FORWARD macro. The driver's functions take the runtime's types (a
+ * CUgraph is a cudaGraph_t, a CUgraphExec a cudaGraphExec_t), but for the capture mode. */
+#define PG_BEGIN_CAPTURE_INTERCEPTOR(ret, forward, name, ptsz, mode_t)                        \
+  PG_INTERCEPT(ret, name, cudaStream_t s, mode_t mode) {                                      \
+    return PG_AFTER_SUCCESS(forward(name, s, mode),                                           \
+                            pg_decide_capture_begun(pg_stream_of(s, ptsz)));                  \
+  }
+#define PG_END_CAPTURE_INTERCEPTOR(ret, forward, name, ptsz)                                  \
+  PG_INTERCEPT(ret, name, cudaStream_t s, cudaGraph_t *graph) {                               \
+    return (ret)pg_shim_capture_ended(pg_stream_of(s, ptsz), forward(name, s, graph), graph); \
+  }
+#define PG_INSTANTIATE_INTERCEPTOR(ret, forward, name)                                        \
+  PG_INTERCEPT(ret, name, cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags) { \
+    return (ret)pg_shim_graph_instantiated(forward(name, exec, graph, flags), exec, graph);   \
+  }
+/* On success the ops captured into the graph become in flight on its launch stream, launched
+ * from the interceptor's call site. */
+#define PG_GRAPH_LAUNCH_INTERCEPTOR(ret, forward, name, ptsz)                                 \
+  PG_INTERCEPT(ret, name, cudaGraphExec_t exec, cudaStream_t s) {                             \
+    pg_stack_t st_ = {0};                                                                     \
+    if (pg_shim_start_tracking()) PG_CAPTURE(&st_);                                           \
+    return PG_AFTER_SUCCESS(forward(name, exec, s),                                           \
+                            pg_decide_graph_launched(exec, pg_stream_of(s, ptsz), &st_));     \
+  }
+#define PG_GRAPH_EXEC_DESTROY_INTERCEPTOR(ret, forward, name)                                 \
+  PG_INTERCEPT(ret, name, cudaGraphExec_t exec) {                                             \
+    return PG_AFTER_SUCCESS(forward(name, exec), pg_decide_graph_exec_destroyed(exec));       \
+  }
 
 #endif /* PG_SHIM_H */

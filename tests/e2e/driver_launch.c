@@ -11,8 +11,9 @@
  *                one launch attribute) writes the buffer through a raw pointer parameter;
  *   kernelex_cpu the CPU reads the buffer while that kernel writes it (guard pages; fixed: an
  *                event after the kernel is synchronized first);
- *   kernelex_ptsz the same free, the kernel on the per-thread default stream (cuLaunchKernelEx_ptsz;
- *                fixed: that stream is synchronized, through cuStreamSynchronize_ptsz);
+ *   kernelex_ptsz the same free, the kernel on the per-thread default stream
+ *                (cuLaunchKernelEx_ptsz; fixed: that stream is synchronized, through
+ *                cuStreamSynchronize_ptsz);
  *   coop         the free, the kernel launched with cuLaunchCooperativeKernel;
  *   hostfn       a host function (cuLaunchHostFunc) reads the buffer. fixed: a device->host copy
  *                into it is queued after the host function on the same stream, so the host
