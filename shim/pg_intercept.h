@@ -5,7 +5,10 @@
  *      twin if the runtime has one (declare the twin below with PG_DECLARE_PTSZ if the CUDA
  *      header does not). PG_INTERCEPT does not compile without the row.
  *   2. The body, in the shim file for its concern (copies: pg_cuda_copy.c, launches:
- *      pg_cuda_kernel.c, pinning, ordering and completion: pg_cuda_pinning.c, pg_cuda_sync.c).
+ *      pg_cuda_kernel.c, pinning, ordering and completion: pg_cuda_pinning.c, pg_cuda_sync.c;
+ *      the driver's twins: pg_cu_api.c, pg_cu_launch.c, forwarding with PG_FORWARD_CU). Where the
+ *      two layers' calls are alike, one body serves both (pg_shim.h: PG_LAUNCH_BODY and the
+ *      *_INTERCEPTOR macros).
  *      For an asynchronous operation that touches host memory, with the helpers of pg_op.h:
  *        PG_INTERCEPT(cudaError_t, name, void *dst, const void *src, size_t n, cudaStream_t s) {
  *          if (!pg_shim_start_tracking()) return PG_FORWARD(name, dst, src, n, s);
