@@ -34,9 +34,6 @@ _Static_assert(CU_MEMHOSTREGISTER_PORTABLE == cudaHostRegisterPortable &&
                    CU_MEMHOSTREGISTER_READ_ONLY == cudaHostRegisterReadOnly,
                "driver and runtime registration flags differ");
 
-/* A driver function: CUDA_ERROR_NOT_FOUND if there is none. */
-#define PG_FORWARD_CU(name, ...) PG_FORWARD_OR(CUDA_ERROR_NOT_FOUND, name, ##__VA_ARGS__)
-
 #define HOST(p) ((void *)(uintptr_t)(p)) /* a CUdeviceptr that may be a host address (UVA) */
 
 /* ---- pinning --------------------------------------------------------------------------------- */
@@ -102,7 +99,8 @@ static bool param_info(const void *func, size_t i, size_t *off, size_t *sz) {
   return PG_REAL(cuFuncGetParamInfo)((CUfunction)func, i, off, sz) == CUDA_SUCCESS;
 }
 
-static bool describe(const void *func, pg_kparams_t *kp) {
+/* pg_shim.h; cuLaunchKernelEx and cuLaunchCooperativeKernel too (pg_cu_launch.c). */
+bool pg_cu_describe_kernel(const void *func, pg_kparams_t *kp) {
   pg_kparams_fill_layout(kp, PG_REAL(cuFuncGetParamInfo) ? param_info : NULL);
   __typeof__(&cuFuncGetName) get_name = PG_REAL(cuFuncGetName);
   const char *name = NULL;
@@ -135,12 +133,8 @@ static int forward_launch(void *ctx) {
                unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s,             \
                void **params, void **extra) {                                                 \
     cu_launch_t a = {PG_HOOK_ID_##name, f, {gx, gy, gz}, {bx, by, bz}, shmem, s, params, extra}; \
-    if (!pg_shim_start_tracking()) return (CUresult)forward_launch(&a);                       \
-    pg_stack_t st;                                                                            \
-    PG_CAPTURE(&st);                                                                          \
-    return (CUresult)pg_shim_launch_tracked(#name, ptsz, params ? (const void *)f : NULL,      \
-                                            describe, params, (cudaStream_t)s, &st,           \
-                                            forward_launch, &a);                              \
+    PG_LAUNCH_BODY(CUresult, false, #name, ptsz, params ? (const void *)f : NULL,             \
+                   pg_cu_describe_kernel, params, s, forward_launch, &a);                     \
   }
 PG_CU_LAUNCH(cuLaunchKernel, false)
 PG_CU_LAUNCH(cuLaunchKernel_ptsz, true)

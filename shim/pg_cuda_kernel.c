@@ -61,12 +61,6 @@ int pg_shim_launch_tracked(const char *api, bool ptsz, const void *func,
   return err;
 }
 
-static cudaError_t launch_tracked(const char *api, bool ptsz, const void *func, void **args,
-                                  cudaStream_t s, const pg_stack_t *st, int (*fwd)(void *),
-                                  void *fwd_ctx) {
-  return (cudaError_t)pg_shim_launch_tracked(api, ptsz, func, describe, args, s, st, fwd, fwd_ctx);
-}
-
 /* ---- cudaLaunchKernel ---------------------------------------------------------------------- */
 typedef struct launch_args {
   enum pg_hook_id id;
@@ -87,11 +81,8 @@ static int forward_launch(void *ctx) {
 #define PG_LAUNCH_KERNEL(name, ptsz)                                                          \
   PG_INTERCEPT(cudaError_t, name, const void *func, dim3 grid, dim3 block, void **args,       \
                size_t shmem, cudaStream_t s) {                                                \
-    if (!pg_shim_start_tracking()) return PG_FORWARD(name, func, grid, block, args, shmem, s); \
-    pg_stack_t st;                                                                            \
-    PG_CAPTURE(&st);                                                                          \
     launch_args_t a = {PG_HOOK_ID_##name, func, grid, block, args, shmem, s};                 \
-    return launch_tracked(#name, ptsz, func, args, s, &st, forward_launch, &a);               \
+    PG_LAUNCH_BODY(cudaError_t, false, #name, ptsz, func, describe, args, s, forward_launch, &a); \
   }
 PG_LAUNCH_KERNEL(cudaLaunchKernel, false)
 PG_LAUNCH_KERNEL(cudaLaunchKernel_ptsz, true)
@@ -127,12 +118,9 @@ static int forward_launch_handle(void *ctx) {
 #define PG_LAUNCH_HANDLE(name, ptsz)                                                          \
   PG_INTERCEPT(cudaError_t, name, cudaKernel_t k, dim3 grid, dim3 block, void **args,         \
                size_t shmem, cudaStream_t s) {                                                \
-    if (!pg_shim_start_tracking()) return PG_FORWARD(name, k, grid, block, args, shmem, s);   \
-    pg_stack_t st;                                                                            \
-    PG_CAPTURE(&st);                                                                          \
     launch_handle_args_t a = {PG_HOOK_ID_##name, k, grid, block, args, shmem, s};             \
-    return launch_tracked(#name, ptsz, pg_kparams_func_of_handle(k), args, s, &st,            \
-                          forward_launch_handle, &a);                                         \
+    PG_LAUNCH_BODY(cudaError_t, false, #name, ptsz, pg_kparams_func_of_handle(k), describe,   \
+                   args, s, forward_launch_handle, &a);                                       \
   }
 PG_LAUNCH_HANDLE(__cudaLaunchKernel, false)
 PG_LAUNCH_HANDLE(__cudaLaunchKernel_ptsz, true)
@@ -155,11 +143,9 @@ static int forward_launch_ex(void *ctx) {
 #define PG_LAUNCH_KERNEL_EX(name, ptsz)                                                       \
   PG_INTERCEPT(cudaError_t, name, const cudaLaunchConfig_t *config, const void *func,         \
                void **args) {                                                                 \
-    if (!pg_shim_start_tracking() || !config) return PG_FORWARD(name, config, func, args);    \
-    pg_stack_t st;                                                                            \
-    PG_CAPTURE(&st);                                                                          \
     launch_ex_args_t a = {PG_HOOK_ID_##name, config, func, args};                             \
-    return launch_tracked(#name, ptsz, func, args, config->stream, &st, forward_launch_ex, &a); \
+    PG_LAUNCH_BODY(cudaError_t, !config, #name, ptsz, func, describe, args, config->stream,   \
+                   forward_launch_ex, &a);                                                    \
   }
 PG_LAUNCH_KERNEL_EX(cudaLaunchKernelExC, false)
 PG_LAUNCH_KERNEL_EX(cudaLaunchKernelExC_ptsz, true)

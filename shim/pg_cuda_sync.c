@@ -121,44 +121,32 @@ static void CUDART_CB callback_trampoline(cudaStream_t s, cudaError_t status, vo
   run_hostfn(arg, s, status);
 }
 
-/* One enqueue: the real entry point, its arguments, and the record the trampoline gets (NULL:
- * the application's own function is forwarded untouched). */
-typedef struct hostfn_enqueue {
-  cudaError_t (*real)(struct hostfn_enqueue *);
-  cudaStream_t stream;
-  unsigned flags;
-  cudaHostFn_t call_fn;
-  cudaStreamCallback_t call_cb;
-  void *call_user;
-  hostfn_call_t *call;
-} hostfn_enqueue_t;
-
 static cudaError_t do_enqueue(void *arg) {
-  hostfn_enqueue_t *e = arg;
-  return e->real(e);
+  const pg_hostfn_enqueue_t *e = arg;
+  return (cudaError_t)e->real(e);
 }
 
-/* Wraps fn/callback and enqueues it with `real`; NULL fn and callback: forwarded as they are. */
-static cudaError_t enqueue_hostfn(hostfn_enqueue_t *e, cudaStream_t resolved, cudaHostFn_t fn,
-                                  cudaStreamCallback_t callback, void *user) {
+/* pg_shim.h; the driver's cuLaunchHostFunc too (pg_cu_launch.c). A NULL function is forwarded
+ * as it is, for the API to refuse. */
+int pg_shim_enqueue_hostfn(pg_hostfn_enqueue_t *e, cudaStream_t resolved) {
   hostfn_call_t *c;
-  if ((!fn && !callback) || !pg_shim_start_tracking() || !(c = calloc(1, sizeof *c))) {
-    e->call = NULL;
+  if ((!e->fn && !e->cb) || !pg_shim_start_tracking() || !(c = calloc(1, sizeof *c)))
     return e->real(e);
-  }
-  *c = (hostfn_call_t){.fn = fn, .callback = callback, .user = user};
-  e->call = c;
+  *c = (hostfn_call_t){.fn = e->fn, .callback = e->cb, .user = e->arg};
+  if (e->fn) e->fn = hostfn_trampoline;
+  else e->cb = callback_trampoline;
+  e->arg = c;
   if (pg_decide_capturing(resolved)) {
     c->captured = true;
     atomic_store_explicit(&c->ready, true, memory_order_release);
-    cudaError_t err = e->real(e);
-    if (err != cudaSuccess) free(c);
+    int err = e->real(e);
+    if (err != 0) free(c);
     return err;
   }
   pg_reentry_t g = pg_shim_enter();
-  cudaError_t err = pg_decide_hostfn_enqueue(resolved, do_enqueue, e, &c->pos);
+  int err = pg_decide_hostfn_enqueue(resolved, do_enqueue, e, &c->pos);
   pg_shim_leave(g);
-  if (err != cudaSuccess) {
+  if (err != 0) {
     free(c);
     return err;
   }
@@ -166,55 +154,39 @@ static cudaError_t enqueue_hostfn(hostfn_enqueue_t *e, cudaStream_t resolved, cu
   return err;
 }
 
-#define PG_LAUNCH_HOST_FUNC(name, ptsz)                                                       \
-  static cudaError_t real_##name(hostfn_enqueue_t *e) {                                       \
-    if (!e->call) return PG_FORWARD(name, e->stream, e->call_fn, e->call_user);               \
-    return PG_FORWARD(name, e->stream, hostfn_trampoline, e->call);                           \
-  }                                                                                           \
-  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaHostFn_t fn, void *user) {              \
-    hostfn_enqueue_t e = {.real = real_##name, .stream = s, .call_fn = fn, .call_user = user}; \
-    return enqueue_hostfn(&e, pg_stream_of(s, ptsz), fn, NULL, user);                         \
-  }
-PG_LAUNCH_HOST_FUNC(cudaLaunchHostFunc, false)
-PG_LAUNCH_HOST_FUNC(cudaLaunchHostFunc_ptsz, true)
+PG_HOSTFN_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaLaunchHostFunc, false)
+PG_HOSTFN_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaLaunchHostFunc_ptsz, true)
 
 #define PG_ADD_CALLBACK(name, ptsz)                                                           \
-  static cudaError_t real_##name(hostfn_enqueue_t *e) {                                       \
-    if (!e->call) return PG_FORWARD(name, e->stream, e->call_cb, e->call_user, e->flags);     \
-    return PG_FORWARD(name, e->stream, callback_trampoline, e->call, e->flags);               \
+  static int real_##name(const pg_hostfn_enqueue_t *e) {                                      \
+    return PG_FORWARD(name, e->stream, e->cb, e->arg, e->flags);                              \
   }                                                                                           \
   PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaStreamCallback_t cb, void *user,        \
                unsigned int flags) {                                                          \
-    hostfn_enqueue_t e = {.real = real_##name, .stream = s, .flags = flags, .call_cb = cb,    \
-                          .call_user = user};                                                 \
-    return enqueue_hostfn(&e, pg_stream_of(s, ptsz), NULL, cb, user);                         \
+    pg_hostfn_enqueue_t e = {.real = real_##name, .stream = s, .flags = flags, .cb = cb,      \
+                             .arg = user};                                                    \
+    return (cudaError_t)pg_shim_enqueue_hostfn(&e, pg_stream_of(s, ptsz));                    \
   }
 PG_ADD_CALLBACK(cudaStreamAddCallback, false)
 PG_ADD_CALLBACK(cudaStreamAddCallback_ptsz, true)
 
 /* ---- capture and graphs -------------------------------------------------------------------- */
-#define PG_BEGIN_CAPTURE(name, ptsz)                                                          \
-  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, enum cudaStreamCaptureMode mode) {          \
-    return PG_AFTER_SUCCESS(PG_FORWARD(name, s, mode),                                        \
-                            pg_decide_capture_begun(pg_stream_of(s, ptsz)));                  \
-  }
-PG_BEGIN_CAPTURE(cudaStreamBeginCapture, false)
-PG_BEGIN_CAPTURE(cudaStreamBeginCapture_ptsz, true)
+PG_BEGIN_CAPTURE_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaStreamBeginCapture, false,
+                             enum cudaStreamCaptureMode)
+PG_BEGIN_CAPTURE_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaStreamBeginCapture_ptsz, true,
+                             enum cudaStreamCaptureMode)
 
-/* The capture ends whatever the result; a failed one leaves no graph to replay. */
-#define PG_END_CAPTURE(name, ptsz)                                                            \
-  PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaGraph_t *graph) {                       \
-    cudaError_t err = PG_FORWARD(name, s, graph);                                             \
-    if (pg_shim_start_tracking()) {                                                           \
-      pg_reentry_t g = pg_shim_enter();                                                       \
-      pg_decide_capture_ended(pg_stream_of(s, ptsz),                                          \
-                              (err == cudaSuccess && graph) ? *graph : NULL);                 \
-      pg_shim_leave(g);                                                                       \
-    }                                                                                         \
-    return err;                                                                               \
+/* pg_shim.h. The capture ends whatever the result; a failed one leaves no graph to replay. */
+int pg_shim_capture_ended(cudaStream_t resolved, int err, cudaGraph_t *graph) {
+  if (pg_shim_start_tracking()) {
+    pg_reentry_t g = pg_shim_enter();
+    pg_decide_capture_ended(resolved, (err == 0 && graph) ? *graph : NULL);
+    pg_shim_leave(g);
   }
-PG_END_CAPTURE(cudaStreamEndCapture, false)
-PG_END_CAPTURE(cudaStreamEndCapture_ptsz, true)
+  return err;
+}
+PG_END_CAPTURE_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaStreamEndCapture, false)
+PG_END_CAPTURE_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaStreamEndCapture_ptsz, true)
 
 /* Observed only: the decision layer asks the real function itself when it must know. */
 #define PG_IS_CAPTURING(name)                                                                 \
@@ -224,40 +196,19 @@ PG_END_CAPTURE(cudaStreamEndCapture_ptsz, true)
 PG_IS_CAPTURING(cudaStreamIsCapturing)
 PG_IS_CAPTURING(cudaStreamIsCapturing_ptsz)
 
-PG_INTERCEPT(cudaError_t, cudaGraphInstantiate, cudaGraphExec_t *exec, cudaGraph_t graph,
-             unsigned long long flags) {
-  cudaError_t err = PG_FORWARD(cudaGraphInstantiate, exec, graph, flags);
-  if (err == cudaSuccess && exec && pg_shim_start_tracking()) {
+/* pg_shim.h */
+int pg_shim_graph_instantiated(int err, cudaGraphExec_t *exec, cudaGraph_t graph) {
+  if (err == 0 && exec && pg_shim_start_tracking()) {
     pg_reentry_t g = pg_shim_enter();
     pg_decide_graph_instantiated(*exec, graph);
     pg_shim_leave(g);
   }
   return err;
 }
+PG_INSTANTIATE_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaGraphInstantiate)
+PG_INSTANTIATE_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaGraphInstantiateWithFlags)
 
-PG_INTERCEPT(cudaError_t, cudaGraphInstantiateWithFlags, cudaGraphExec_t *exec,
-             cudaGraph_t graph, unsigned long long flags) {
-  cudaError_t err = PG_FORWARD(cudaGraphInstantiateWithFlags, exec, graph, flags);
-  if (err == cudaSuccess && exec && pg_shim_start_tracking()) {
-    pg_reentry_t g = pg_shim_enter();
-    pg_decide_graph_instantiated(*exec, graph);
-    pg_shim_leave(g);
-  }
-  return err;
-}
+PG_GRAPH_LAUNCH_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaGraphLaunch, false)
+PG_GRAPH_LAUNCH_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaGraphLaunch_ptsz, true)
 
-#define PG_GRAPH_LAUNCH(name, ptsz)                                                           \
-  PG_INTERCEPT(cudaError_t, name, cudaGraphExec_t exec, cudaStream_t s) {                     \
-    if (!pg_shim_start_tracking()) return PG_FORWARD(name, exec, s);                          \
-    pg_stack_t st;                                                                            \
-    PG_CAPTURE(&st);                                                                          \
-    return PG_AFTER_SUCCESS(PG_FORWARD(name, exec, s),                                        \
-                            pg_decide_graph_launched(exec, pg_stream_of(s, ptsz), &st));      \
-  }
-PG_GRAPH_LAUNCH(cudaGraphLaunch, false)
-PG_GRAPH_LAUNCH(cudaGraphLaunch_ptsz, true)
-
-PG_INTERCEPT(cudaError_t, cudaGraphExecDestroy, cudaGraphExec_t exec) {
-  return PG_AFTER_SUCCESS(PG_FORWARD(cudaGraphExecDestroy, exec),
-                          pg_decide_graph_exec_destroyed(exec));
-}
+PG_GRAPH_EXEC_DESTROY_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaGraphExecDestroy)

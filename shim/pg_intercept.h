@@ -5,7 +5,10 @@
  *      twin if the runtime has one (declare the twin below with PG_DECLARE_PTSZ if the CUDA
  *      header does not). PG_INTERCEPT does not compile without the row.
  *   2. The body, in the shim file for its concern (copies: pg_cuda_copy.c, launches:
- *      pg_cuda_kernel.c, pinning, ordering and completion: pg_cuda_pinning.c, pg_cuda_sync.c).
+ *      pg_cuda_kernel.c, pinning, ordering and completion: pg_cuda_pinning.c, pg_cuda_sync.c;
+ *      the driver's twins: pg_cu_api.c, pg_cu_launch.c, forwarding with PG_FORWARD_CU). Where the
+ *      two layers' calls are alike, one body serves both (pg_shim.h: PG_LAUNCH_BODY and the
+ *      *_INTERCEPTOR macros).
  *      For an asynchronous operation that touches host memory, with the helpers of pg_op.h:
  *        PG_INTERCEPT(cudaError_t, name, void *dst, const void *src, size_t n, cudaStream_t s) {
  *          if (!pg_shim_start_tracking()) return PG_FORWARD(name, dst, src, n, s);
@@ -122,6 +125,9 @@ static inline void *pg_real(enum pg_hook_id id) {
  * when the process has no libcudart, or one without that entry point). */
 #define PG_FORWARD(name, ...) \
   PG_FORWARD_OR(cudaErrorSharedObjectSymbolNotFound, name, ##__VA_ARGS__)
+
+/* A driver function: CUDA_ERROR_NOT_FOUND if it does not exist (where cuda.h is included). */
+#define PG_FORWARD_CU(name, ...) PG_FORWARD_OR(CUDA_ERROR_NOT_FOUND, name, ##__VA_ARGS__)
 
 /* PG_WRAPPER(name, decl): records the address of pinguard's own definition of the exported
  * symbol `name` (whose C declaration is `decl`: name itself, or the C name behind an assembler

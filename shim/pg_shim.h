@@ -63,6 +63,22 @@ int pg_shim_launch_tracked(const char *api, bool ptsz, const void *func,
                            pg_kparams_describe_fn describe, void **args, cudaStream_t s,
                            const pg_stack_t *st, int (*fwd)(void *), void *fwd_ctx);
 
+/* The driver layer's describe callback for pg_shim_launch_tracked (pg_cu_api.c): a CUfunction's
+ * parameter layout from cuFuncGetParamInfo, and its name. */
+bool pg_cu_describe_kernel(const void *func, pg_kparams_t *kp);
+
+/* The body of a kernel-launch interceptor in either API layer, whose real launch is fwd(ctx):
+ * forwarded untracked when `untracked` holds or tracking is off, else tracked
+ * (pg_shim_launch_tracked) from the interceptor's call site. A macro, so that the stack is
+ * captured in the interceptor's own frame; it returns from the interceptor. */
+#define PG_LAUNCH_BODY(ret, untracked, api, ptsz, func, describe, args, s, fwd, ctx)          \
+  do {                                                                                      \
+    if ((untracked) || !pg_shim_start_tracking()) return (ret)(fwd)(ctx);                   \
+    pg_stack_t st_;                                                                         \
+    PG_CAPTURE(&st_);                                                                       \
+    return (ret)pg_shim_launch_tracked(api, ptsz, func, describe, args, s, &st_, fwd, ctx); \
+  } while (0)
+
 /* Forwards (`call`: a cudaError_t or CUresult expression, 0 on success), then runs `on_success`
  * under the reentrancy guard when tracking is on: how ordering and completion calls tell core
  * what the host now knows. */
@@ -82,5 +98,73 @@ int pg_shim_launch_tracked(const char *api, bool ptsz, const void *func,
  * returned 0. Returns call's status. */
 int pg_shim_host_sync(cudaStream_t s, cudaStream_t resolved, bool device,
                       int (*call)(cudaStream_t));
+
+/* ---- host functions, capture and graphs: what both API layers do (pg_cuda_sync.c) ---------- */
+/* One enqueue of a host function (cudaLaunchHostFunc, cuLaunchHostFunc) or of a stream callback
+ * (cudaStreamAddCallback). The interceptor fills in its real enqueue and the application's
+ * arguments; pg_shim_enqueue_hostfn may put a trampoline in fn or cb and its record in arg, then
+ * calls real(e), which enqueues whichever of e->fn and e->cb is set, with e->arg, on e->stream
+ * and returns the API's status (0: success). */
+typedef struct pg_hostfn_enqueue {
+  int (*real)(const struct pg_hostfn_enqueue *e);
+  cudaStream_t stream; /* as the application passed it */
+  unsigned flags;      /* cudaStreamAddCallback's */
+  cudaHostFn_t fn;
+  cudaStreamCallback_t cb;
+  void *arg;
+} pg_hostfn_enqueue_t;
+
+/* Enqueues e at a known position in its stream (resolved: e->stream as pg_stream_of gives it),
+ * so that the host function's CPU accesses are judged by stream order. Returns real's status. */
+int pg_shim_enqueue_hostfn(pg_hostfn_enqueue_t *e, cudaStream_t resolved);
+
+/* The interceptor of a host-function launch, name(stream, fn, user), in both API layers:
+ * cudaLaunchHostFunc and cuLaunchHostFunc take the same types (a CUstream is a cudaStream_t, a
+ * CUhostFn a cudaHostFn_t). ret is the API's status type, forward its PG_FORWARD macro. */
+#define PG_HOSTFN_INTERCEPTOR(ret, forward, name, ptsz)                                       \
+  static int real_##name(const pg_hostfn_enqueue_t *e) {                                      \
+    return forward(name, e->stream, e->fn, e->arg);                                           \
+  }                                                                                           \
+  PG_INTERCEPT(ret, name, cudaStream_t s, cudaHostFn_t fn, void *user) {                      \
+    pg_hostfn_enqueue_t e = {.real = real_##name, .stream = s, .fn = fn, .arg = user};        \
+    return (ret)pg_shim_enqueue_hostfn(&e, pg_stream_of(s, ptsz));                            \
+  }
+
+/* After a capture's end call returned err (either layer): its ops go to *graph, or go. Returns
+ * err. */
+int pg_shim_capture_ended(cudaStream_t resolved, int err, cudaGraph_t *graph);
+
+/* After an instantiation returned err: *exec runs graph's captured ops. Returns err. */
+int pg_shim_graph_instantiated(int err, cudaGraphExec_t *exec, cudaGraph_t graph);
+
+/* The capture and graph interceptors of both API layers, each defined once: ret is the layer's
+ * status type, forward its PG_FORWARD macro. The driver's functions take the runtime's types (a
+ * CUgraph is a cudaGraph_t, a CUgraphExec a cudaGraphExec_t), but for the capture mode. */
+#define PG_BEGIN_CAPTURE_INTERCEPTOR(ret, forward, name, ptsz, mode_t)                        \
+  PG_INTERCEPT(ret, name, cudaStream_t s, mode_t mode) {                                      \
+    return PG_AFTER_SUCCESS(forward(name, s, mode),                                           \
+                            pg_decide_capture_begun(pg_stream_of(s, ptsz)));                  \
+  }
+#define PG_END_CAPTURE_INTERCEPTOR(ret, forward, name, ptsz)                                  \
+  PG_INTERCEPT(ret, name, cudaStream_t s, cudaGraph_t *graph) {                               \
+    return (ret)pg_shim_capture_ended(pg_stream_of(s, ptsz), forward(name, s, graph), graph); \
+  }
+#define PG_INSTANTIATE_INTERCEPTOR(ret, forward, name)                                        \
+  PG_INTERCEPT(ret, name, cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags) { \
+    return (ret)pg_shim_graph_instantiated(forward(name, exec, graph, flags), exec, graph);   \
+  }
+/* On success the ops captured into the graph become in flight on its launch stream, launched
+ * from the interceptor's call site. */
+#define PG_GRAPH_LAUNCH_INTERCEPTOR(ret, forward, name, ptsz)                                 \
+  PG_INTERCEPT(ret, name, cudaGraphExec_t exec, cudaStream_t s) {                             \
+    pg_stack_t st_ = {0};                                                                     \
+    if (pg_shim_start_tracking()) PG_CAPTURE(&st_);                                           \
+    return PG_AFTER_SUCCESS(forward(name, exec, s),                                           \
+                            pg_decide_graph_launched(exec, pg_stream_of(s, ptsz), &st_));     \
+  }
+#define PG_GRAPH_EXEC_DESTROY_INTERCEPTOR(ret, forward, name)                                 \
+  PG_INTERCEPT(ret, name, cudaGraphExec_t exec) {                                             \
+    return PG_AFTER_SUCCESS(forward(name, exec), pg_decide_graph_exec_destroyed(exec));       \
+  }
 
 #endif /* PG_SHIM_H */

@@ -141,9 +141,9 @@ static void found(const char *path, walk_t *w) {
   named_one = true;
   pg_shim_warn("%s contains a statically linked CUDA runtime (libcudart_static.a, nvcc's "
                "default): pinguard sees its calls only through the driver API (pinning, "
-               "asynchronous 1D copies, kernel launches, events and synchronization), not its "
-               "2D/3D and batched copies, host functions or graphs; link it with the shared "
-               "runtime (nvcc -cudart shared) for all of them", path);
+               "asynchronous 1D copies, kernel launches, host functions, capture and graphs, "
+               "events and synchronization), not its 2D/3D and batched copies; link it with "
+               "the shared runtime (nvcc -cudart shared) for all of them", path);
 }
 
 static int check_object(struct dl_phdr_info *info, size_t size, void *data) {
