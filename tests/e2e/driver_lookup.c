@@ -70,6 +70,10 @@ int main(int argc, char **argv) {
     fn = NULL;
     r = gpa("cuInit", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st);
     expect_in("cuGetProcAddress_v2(cuInit) is in", fn, "libcuda");
+    /* From 13.0 the name means cuCtxSynchronize_v2(ctx), which pinguard wraps too. */
+    fn = NULL;
+    r = gpa("cuCtxSynchronize", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &st);
+    expect_in("cuGetProcAddress_v2(cuCtxSynchronize, 13000) is in", fn, wrapped);
   }
 
   /* From inside the driver: what it finds must be its own, wrapped function or not. */

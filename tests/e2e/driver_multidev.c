@@ -6,11 +6,14 @@
  *   legacy  a device->host copy on device 2's legacy stream (handle 0, device 2 current), then a
  *           host->device copy from the same buffer on device 3's legacy stream: the legacy streams
  *           of two devices are not ordered with each other, so device-access-conflict.
+ *   ctxsync the legacy case, whose fixed twin synchronizes device 2 with CUDA 13's
+ *           cuCtxSynchronize_v2(device 2's context) while device 3's is current (pinguard makes
+ *           device 2's context current around the call and must put device 3's back).
  * The fixed twins synchronize first (cuStreamSynchronize; cuCtxSynchronize on device 2).
  * After every call the program checks that the current context is the one it set, and prints
  * "context changes: N" (pinguard switches to another device only around its own event creation,
  * and must put the program's context back).
- *   driver_multidev other|legacy bug|fixed */
+ *   driver_multidev other|legacy|ctxsync bug|fixed */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +49,10 @@ static void set_ctx(int d) {
   } while (0)
 
 int main(int argc, char **argv) {
-  if (argc < 3 || (strcmp(argv[1], "other") && strcmp(argv[1], "legacy")) ||
+  if (argc < 3 || (strcmp(argv[1], "other") && strcmp(argv[1], "legacy") &&
+                    strcmp(argv[1], "ctxsync")) ||
       (strcmp(argv[2], "bug") && strcmp(argv[2], "fixed"))) {
-    fprintf(stderr, "usage: %s other|legacy bug|fixed\n", argv[0]);
+    fprintf(stderr, "usage: %s other|legacy|ctxsync bug|fixed\n", argv[0]);
     return 2;
   }
   int bug = !strcmp(argv[2], "bug");
@@ -87,8 +91,10 @@ int main(int argc, char **argv) {
     set_ctx(2);
     CALL(cuMemAlloc_v2(&dev2, BYTES));
     CALL(cuMemcpyDtoHAsync_v2(host, dev2, BYTES, 0));
-    if (!bug) CALL(cuCtxSynchronize());
+    int v2 = !strcmp(argv[1], "ctxsync");
+    if (!bug && !v2) CALL(cuCtxSynchronize());
     set_ctx(3);
+    if (!bug && v2) CALL(cuCtxSynchronize_v2(ctx[2]));
     CALL(cuMemAlloc_v2(&dev3, BYTES));
     CALL(cuMemcpyHtoDAsync_v2(dev3, host, BYTES, 0));
     CALL(cuCtxSynchronize());
