@@ -121,7 +121,7 @@ static void copy(int i, size_t off, size_t n, bool d2h) {
   op.what = d2h ? "copy device->host" : "copy host->device";
   op.stream = S(i);
   op.nspans = 1;
-  op.spans[0] = (pg_span_t){buf + off, n, d2h ? PG_DIR_WRITE : PG_DIR_READ};
+  op.spans[0] = (pg_span_t){.p = buf + off, .n = n, .dir = d2h ? PG_DIR_WRITE : PG_DIR_READ};
   pg_stack_capture(&op.stack, 0, PG_STACK_MAX);
   pg_decide_before_op(&op);
   pg_decide_after_op(&op);
