@@ -22,7 +22,9 @@
  *           into the buffer made by cuMemcpy2DAsync (rows at a pitch), cuMemcpy3DAsync (slices of
  *           rows) or a cuMemcpyBatchAsync of four pieces in the 12.8 ABI (failIdx) or the 13.0
  *           one (_v2). procaddr asks cuGetProcAddress_v2 for "cuMemcpyBatchAsync" with
- *           cudaVersion 12080 and 13000: two functions, each of its own ABI.
+ *           cudaVersion 12080 and 13000: two functions, each of its own ABI. COPYptsz_free is
+ *           the free case with the _ptsz variant (by name, or by the flags of
+ *           cuGetProcAddress_v2) on the per-thread default stream.
  *   ORDER_WHAT, a batch copy whose source is the buffer, with srcAccessOrder ORDER (during:
  *           DuringApiCall, any: Any, stream: Stream), in the 13.0 ABI (linked) or 12.8
  *           (procaddr). WHAT:
@@ -88,12 +90,23 @@ static struct {
                        size_t *, size_t, size_t *, CUstream);
   CUresult (*batch13)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *,
                       size_t *, size_t, CUstream);
+  /* their per-thread-default-stream variants */
+  CUresult (*copy_2d_ptsz)(const CUDA_MEMCPY2D *, CUstream);
+  CUresult (*copy_3d_ptsz)(const CUDA_MEMCPY3D *, CUstream);
+  CUresult (*batch128_ptsz)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *,
+                            size_t *, size_t, size_t *, CUstream);
+  CUresult (*batch13_ptsz)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *,
+                           size_t *, size_t, CUstream);
 } drv;
 
 /* The 12.8 ABI under its own name (cuda.h 13 names the 13.0 function cuMemcpyBatchAsync). */
 #undef cuMemcpyBatchAsync
 extern CUresult cuMemcpyBatchAsync(CUdeviceptr *, CUdeviceptr *, size_t *, size_t,
                                    CUmemcpyAttributes *, size_t *, size_t, size_t *, CUstream);
+extern __typeof__(cuMemcpyBatchAsync) cuMemcpyBatchAsync_ptsz;
+extern __typeof__(cuMemcpyBatchAsync_v2) cuMemcpyBatchAsync_v2_ptsz;
+extern __typeof__(cuMemcpy2DAsync_v2) cuMemcpy2DAsync_v2_ptsz;
+extern __typeof__(cuMemcpy3DAsync_v2) cuMemcpy3DAsync_v2_ptsz;
 
 /* A kernel that writes its buffer through the raw pointer it is given. */
 SIMCUDA_KERNEL(fill_host, sizeof(void *), sizeof(size_t)) {
@@ -132,6 +145,10 @@ static void find_linked(void) {
   drv.copy_3d = cuMemcpy3DAsync_v2;
   drv.batch128 = cuMemcpyBatchAsync;
   drv.batch13 = cuMemcpyBatchAsync_v2;
+  drv.copy_2d_ptsz = cuMemcpy2DAsync_v2_ptsz;
+  drv.copy_3d_ptsz = cuMemcpy3DAsync_v2_ptsz;
+  drv.batch128_ptsz = cuMemcpyBatchAsync_ptsz;
+  drv.batch13_ptsz = cuMemcpyBatchAsync_v2_ptsz;
 }
 
 typedef CUresult (*gpa_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
@@ -185,6 +202,10 @@ static void find_by_proc_address(void) {
   drv.copy_3d = get(gpa, "cuMemcpy3DAsync", 3020, legacy);
   drv.batch128 = get(gpa, "cuMemcpyBatchAsync", 12080, legacy);
   drv.batch13 = get(gpa, "cuMemcpyBatchAsync", 13000, legacy);
+  drv.copy_2d_ptsz = get(gpa, "cuMemcpy2DAsync", 7000, ptds);
+  drv.copy_3d_ptsz = get(gpa, "cuMemcpy3DAsync", 7000, ptds);
+  drv.batch128_ptsz = get(gpa, "cuMemcpyBatchAsync", 12080, ptds);
+  drv.batch13_ptsz = get(gpa, "cuMemcpyBatchAsync", 13000, ptds);
   if ((void *)drv.batch128 == (void *)drv.batch13) {
     fprintf(stderr, "driver_api: one function for both batch ABIs\n");
     exit(3);
@@ -193,6 +214,7 @@ static void find_by_proc_address(void) {
 
 /* ---- the copies of the COPY_ and ORDER_ cases ---------------------------------------------- */
 enum { PITCH = 4096, ROWS = BYTES / PITCH, WIDTH = PITCH / 2, SLICES = 4 };
+static bool per_thread; /* the copies below are the _ptsz variants (given stream 0) */
 
 /* device->host into `host`: 2D, ROWS rows of WIDTH bytes at PITCH (device rows packed). */
 static void copy_2d_to_host(void *host, CUdeviceptr d, CUstream s) {
@@ -206,7 +228,7 @@ static void copy_2d_to_host(void *host, CUdeviceptr d, CUstream s) {
   p.dstPitch = PITCH;
   p.WidthInBytes = WIDTH;
   p.Height = ROWS;
-  CK(drv.copy_2d(&p, s));
+  CK((per_thread ? drv.copy_2d_ptsz : drv.copy_2d)(&p, s));
 }
 
 /* The same as 3D: SLICES slices of ROWS / SLICES rows; the host side, a unified address, starts
@@ -226,7 +248,7 @@ static void copy_3d_to_host(void *host, CUdeviceptr d, CUstream s) {
   p.WidthInBytes = WIDTH;
   p.Height = ROWS / SLICES - 1;
   p.Depth = SLICES;
-  CK(drv.copy_3d(&p, s));
+  CK((per_thread ? drv.copy_3d_ptsz : drv.copy_3d)(&p, s));
 }
 
 /* A batch of four copies between host and device (to_host: device->host), all with `order`. */
@@ -245,9 +267,11 @@ static void batch(bool abi128, bool to_host, void *host, CUdeviceptr d, CUmemcpy
   attr.srcAccessOrder = order;
   size_t idx = 0, fail = 0;
   if (abi128)
-    CK(drv.batch128(to_host ? hp : dp, to_host ? dp : hp, sizes, N, &attr, &idx, 1, &fail, s));
+    CK((per_thread ? drv.batch128_ptsz : drv.batch128)(to_host ? hp : dp, to_host ? dp : hp, sizes,
+                                                       N, &attr, &idx, 1, &fail, s));
   else
-    CK(drv.batch13(to_host ? hp : dp, to_host ? dp : hp, sizes, N, &attr, &idx, 1, s));
+    CK((per_thread ? drv.batch13_ptsz : drv.batch13)(to_host ? hp : dp, to_host ? dp : hp, sizes, N,
+                                                     &attr, &idx, 1, s));
 }
 
 static unsigned long checksum(const unsigned char *p) {
@@ -304,18 +328,28 @@ int main(int argc, char **argv) {
   if (under && (size_t)(under - c) < sizeof base) {
     memcpy(base, c, (size_t)(under - c));
     base[under - c] = 0;
+    size_t k = strlen(base);
+    if (k > 4 && strcmp(base + k - 4, "ptsz") == 0) { /* COPYptsz_free: the _ptsz variant */
+      per_thread = true;
+      base[k - 4] = 0;
+    }
     if (strcmp(base, "2d") == 0 || strcmp(base, "3d") == 0 || strcmp(base, "batch128") == 0 ||
         strcmp(base, "batch13") == 0) {
       copy = base;
       c = under + 1;
+    } else {
+      per_thread = false;
     }
   }
+  /* The stream the copy into the buffer goes on: the per-thread default stream for _ptsz. */
+  CUstream cs = per_thread ? NULL : s1;
+#define SYNC_COPY_STREAM() CK(per_thread ? drv.stream_sync_ptsz(NULL) : drv.stream_sync(s1))
 #define COPY_TO_HOST()                                                                          \
   do {                                                                                          \
-    if (strcmp(copy, "2d") == 0) copy_2d_to_host(host, d, s1);                                  \
-    else if (strcmp(copy, "3d") == 0) copy_3d_to_host(host, d, s1);                             \
+    if (strcmp(copy, "2d") == 0) copy_2d_to_host(host, d, cs);                                  \
+    else if (strcmp(copy, "3d") == 0) copy_3d_to_host(host, d, cs);                             \
     else if (strncmp(copy, "batch", 5) == 0)                                                    \
-      batch(strcmp(copy, "batch128") == 0, true, host, d, CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, s1); \
+      batch(strcmp(copy, "batch128") == 0, true, host, d, CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, cs); \
     else CK(drv.dtoh(host, d, BYTES, s1));                                                      \
   } while (0)
   /* ORDER_WHAT */
@@ -362,10 +396,10 @@ int main(int argc, char **argv) {
     return 2;
   } else if (strcmp(c, "free") == 0) {
     COPY_TO_HOST();
-    if (!bug) CK(drv.stream_sync(s1));
+    if (!bug) SYNC_COPY_STREAM();
     CK(drv.free_host(host));
     host = NULL;
-    CK(drv.stream_sync(s1));
+    SYNC_COPY_STREAM();
   } else if (strcmp(c, "cross") == 0) { /* also the mixed program's (runtime-pinned) case */
     CK(drv.htod(d, host, BYTES, s1)); /* reads host */
     if (!bug) {
