@@ -336,6 +336,9 @@ void pg_decide_before_op(pg_op_t *op) {
     pg_access_t found[MAX_FOUND];
     probe_t q = {.kind = PROBE_CONFLICTS, .p = s->p, .n = s->n, .dir = s->dir,
                  .stream = op->stream, .lk = i < op->nlk ? &op->lk[i] : NULL};
+    /* A source read out of stream order is not ordered after its own stream's earlier work:
+     * like a host read, it races every device write still in flight. */
+    if (s->order != PG_SRC_STREAM) q.kind = PROBE_WRITES;
     settle(PG_KIND_DEVICE_ACCESS_CONFLICT, &q, op->api, &op->stack, found, MAX_FOUND, false, 0);
   }
 }
@@ -343,6 +346,7 @@ void pg_decide_before_op(pg_op_t *op) {
 static void begin_accesses(const pg_op_t *op, cudaStream_t stream, const pg_stack_t *st) {
   pg_origin_t origin = {.what = op->what, .func = op->func};
   for (size_t i = 0; i < op->nspans; i++) {
+    if (op->spans[i].order == PG_SRC_AT_CALL) continue; /* read during the call: done */
     if (i < op->nlk) pg_access_begin_at(&op->lk[i], op->spans[i].dir, stream, &origin, st);
     else pg_access_begin(op->spans[i].p, op->spans[i].n, op->spans[i].dir, stream, &origin, st);
   }

@@ -14,11 +14,21 @@
 #include "pg_tracker.h"
 #include "pg_stack.h"
 
+/* When a copy reads its source: a batch copy's srcAccessOrder (cudaMemcpySrcAccessOrder, the
+ * driver's CU_MEMCPY_SRC_ACCESS_ORDER_*). Every other access is in stream order. */
+typedef enum pg_src_order {
+  PG_SRC_STREAM = 0, /* in stream order */
+  PG_SRC_AT_CALL,    /* during the call (DuringApiCall): a host read then, never in flight after */
+  PG_SRC_EARLY,      /* any time from the call until the copy completes (Any): earlier work on
+                        its own stream does not order it */
+} pg_src_order_t;
+
 /* One host operand of an asynchronous GPU operation. */
 typedef struct pg_span {
   const void *p;
   size_t n;
   pg_dir_t dir;
+  pg_src_order_t order; /* a source (PG_DIR_READ) only; PG_SRC_STREAM otherwise */
 } pg_span_t;
 
 #define PG_OP_MAX_SPANS 64
@@ -70,10 +80,13 @@ void pg_decide_unpin_end(const pg_unpin_t *saved, bool succeeded);
 
 /* ---- asynchronous operations --------------------------------------------------------------- */
 /* Before the real call: keeps only the spans that lie in pinned memory, then checks them against
- * unordered in-flight accesses on other streams (device-access-conflict). In enforce mode the new
- * operation is ordered after the conflicting ones; during capture it reports instead. */
+ * unordered in-flight accesses on other streams (device-access-conflict). A source read out of
+ * stream order (PG_SRC_AT_CALL, PG_SRC_EARLY) is checked against every device write of it still
+ * in flight, its own stream's included. In enforce mode the new operation is ordered after the
+ * conflicting ones; during capture it reports instead. */
 void pg_decide_before_op(pg_op_t *op);
-/* After the real call succeeded: the op's spans become in-flight accesses. */
+/* After the real call succeeded: the op's spans become in-flight accesses (but a PG_SRC_AT_CALL
+ * source, which the call has read already). */
 void pg_decide_after_op(pg_op_t *op);
 /* Untracked work enqueued on the legacy default stream still orders the blocking streams. */
 void pg_decide_untracked_op(cudaStream_t s);

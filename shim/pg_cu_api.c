@@ -17,6 +17,8 @@
 PG_DECLARE_CU_PTSZ(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz);
 PG_DECLARE_CU_PTSZ(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz);
 PG_DECLARE_CU_PTSZ(cuMemcpyAsync, cuMemcpyAsync_ptsz);
+PG_DECLARE_CU_PTSZ(cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz);
+PG_DECLARE_CU_PTSZ(cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz);
 PG_DECLARE_CU_PTSZ(cuLaunchKernel, cuLaunchKernel_ptsz);
 PG_DECLARE_CU_PTSZ(cuEventRecord, cuEventRecord_ptsz);
 PG_DECLARE_CU_PTSZ(cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz);
@@ -91,6 +93,83 @@ PG_CU_COPY(cuMemcpyDtoHAsync_v2_ptsz, true, "copy device->host", void *, CUdevic
 PG_CU_COPY(cuMemcpyAsync, false, "copy (unified addressing)", CUdeviceptr, CUdeviceptr, UVA_SPANS)
 PG_CU_COPY(cuMemcpyAsync_ptsz, true, "copy (unified addressing)", CUdeviceptr, CUdeviceptr,
            UVA_SPANS)
+
+/* ---- 2D and 3D copies: host or unified-address operands (arrays are device memory) ---------- */
+/* The host address one side of a CUDA_MEMCPY2D/3D names, if it may be one. */
+static const void *host_operand(CUmemorytype type, const void *host, CUdeviceptr dev) {
+  if (type == CU_MEMORYTYPE_HOST) return host;
+  if (type == CU_MEMORYTYPE_UNIFIED) return HOST(dev); /* core keeps it if it is pinned host */
+  return NULL;
+}
+
+static const char *pitched_what(CUmemorytype src, CUmemorytype dst) {
+  if (src == CU_MEMORYTYPE_HOST)
+    return dst == CU_MEMORYTYPE_HOST ? "copy host->host" : "copy host->device";
+  if (dst == CU_MEMORYTYPE_HOST) return "copy device->host";
+  return "copy (unified addressing)";
+}
+
+#define PG_CU_COPY_PITCHED(name, ptsz, params_t, add_sides)                                   \
+  PG_INTERCEPT(CUresult, name, const params_t *p, CUstream s) {                               \
+    if (!pg_shim_start_tracking() || !p) return PG_FORWARD_CU(name, p, s);                    \
+    const void *src = host_operand(p->srcMemoryType, p->srcHost, p->srcDevice);               \
+    const void *dst = host_operand(p->dstMemoryType, p->dstHost, p->dstDevice);               \
+    if (!src && !dst) return PG_FORWARD_CU(name, p, s);                                       \
+    pg_op_t op;                                                                               \
+    pg_op_begin(&op, #name, pitched_what(p->srcMemoryType, p->dstMemoryType), (cudaStream_t)s, \
+                ptsz);                                                                        \
+    PG_CAPTURE(&op.stack);                                                                    \
+    add_sides;                                                                                \
+    return PG_TRACKED_CALL(&op, PG_FORWARD_CU(name, p, s));                                   \
+  }
+#define SIDES_2D                                                                              \
+  pg_op_add_pitched(&op, src, p->srcPitch, 1, p->srcXInBytes, p->srcY, 0, p->WidthInBytes,    \
+                    p->Height, 1, PG_DIR_READ);                                               \
+  pg_op_add_pitched(&op, dst, p->dstPitch, 1, p->dstXInBytes, p->dstY, 0, p->WidthInBytes,    \
+                    p->Height, 1, PG_DIR_WRITE)
+#define SIDES_3D                                                                              \
+  pg_op_add_pitched(&op, src, p->srcPitch, p->srcHeight, p->srcXInBytes, p->srcY, p->srcZ,    \
+                    p->WidthInBytes, p->Height, p->Depth, PG_DIR_READ);                       \
+  pg_op_add_pitched(&op, dst, p->dstPitch, p->dstHeight, p->dstXInBytes, p->dstY, p->dstZ,    \
+                    p->WidthInBytes, p->Height, p->Depth, PG_DIR_WRITE)
+PG_CU_COPY_PITCHED(cuMemcpy2DAsync_v2, false, CUDA_MEMCPY2D, SIDES_2D)
+PG_CU_COPY_PITCHED(cuMemcpy2DAsync_v2_ptsz, true, CUDA_MEMCPY2D, SIDES_2D)
+PG_CU_COPY_PITCHED(cuMemcpy3DAsync_v2, false, CUDA_MEMCPY3D, SIDES_3D)
+PG_CU_COPY_PITCHED(cuMemcpy3DAsync_v2_ptsz, true, CUDA_MEMCPY3D, SIDES_3D)
+
+/* ---- batches: cuMemcpyBatchAsync (12.8, with failIdx) and _v2 (13.0, without) --------------- */
+/* The runtime's batch code describes the copies (pg_shim_batch), from the runtime's types. */
+_Static_assert((int)CU_MEMCPY_SRC_ACCESS_ORDER_STREAM == (int)cudaMemcpySrcAccessOrderStream &&
+                   (int)CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL ==
+                       (int)cudaMemcpySrcAccessOrderDuringApiCall &&
+                   (int)CU_MEMCPY_SRC_ACCESS_ORDER_ANY == (int)cudaMemcpySrcAccessOrderAny,
+               "driver and runtime source access orders differ");
+_Static_assert(sizeof(CUmemcpyAttributes) == sizeof(struct cudaMemcpyAttributes) &&
+                   offsetof(CUmemcpyAttributes, srcAccessOrder) ==
+                       offsetof(struct cudaMemcpyAttributes, srcAccessOrder),
+               "driver and runtime copy attributes differ");
+_Static_assert(sizeof(CUdeviceptr) == sizeof(void *), "a CUdeviceptr is not an address");
+
+/* cuda.h names the 13.0 function cuMemcpyBatchAsync; the 12.8 one keeps its own name here. */
+#undef cuMemcpyBatchAsync
+
+#define PG_CU_BATCH(name, ptsz, with_fail_idx, ...)                                           \
+  PG_INTERCEPT(CUresult, name, CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,           \
+               size_t count, CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t num_attrs, \
+               __VA_ARGS__) {                                                                 \
+    pg_batch_t b = {PG_HOOK_ID_##name, with_fail_idx, (void *const *)dsts,                    \
+                    (const void *const *)srcs, sizes, count, attrs, attrs_idxs, num_attrs,     \
+                    FAIL_IDX_##with_fail_idx, (cudaStream_t)s};                               \
+    pg_stack_t st;                                                                            \
+    PG_CAPTURE(&st);                                                                          \
+    return (CUresult)pg_shim_batch(&b, #name, ptsz, &st, CUDA_ERROR_NOT_FOUND);              \
+  }
+#define FAIL_IDX_true fail_idx
+#define FAIL_IDX_false NULL
+PG_CU_BATCH(cuMemcpyBatchAsync, false, true, size_t *fail_idx, CUstream s)
+PG_CU_BATCH(cuMemcpyBatchAsync_ptsz, true, true, size_t *fail_idx, CUstream s)
+PG_CU_BATCH(cuMemcpyBatchAsync_v2, false, false, CUstream s)
+PG_CU_BATCH(cuMemcpyBatchAsync_v2_ptsz, true, false, CUstream s)
 
 /* ---- kernels --------------------------------------------------------------------------------- */
 /* A CUfunction's parameter layout, from cuFuncGetParamInfo (driver 12.4 and later); the driver

@@ -34,6 +34,33 @@ static inline void pg_op_add_span(pg_op_t *op, const void *p, size_t n, pg_dir_t
   op->spans[op->nspans++] = (pg_span_t){.p = p, .n = n, .dir = dir};
 }
 
+/* A source read as srcAccessOrder says (pg_src_order_t); dropped like pg_op_add_span's. */
+static inline void pg_op_add_source(pg_op_t *op, const void *p, size_t n, pg_src_order_t order) {
+  size_t k = op->nspans;
+  pg_op_add_span(op, p, n, PG_DIR_READ);
+  if (op->nspans > k) op->spans[k].order = order;
+}
+
+/* The host bytes one side of a pitched copy covers: `depth` slices `slice` bytes apart, each of
+ * `height` rows `pitch` bytes apart, each row `width` bytes, the gaps between them included. */
+static inline size_t pg_pitched_span(size_t pitch, size_t slice, size_t width, size_t height,
+                                     size_t depth) {
+  if (!width || !height || !depth) return 0;
+  return (depth - 1) * slice + (height - 1) * pitch + width;
+}
+
+/* One side of a 2D or 3D copy (the runtime's cudaMemcpy2D/3DAsync, the driver's CUDA_MEMCPY2D
+ * and CUDA_MEMCPY3D): the rows from byte x of row y of slice z of `base`, whose slices are
+ * `rows` rows of `pitch` bytes (any value for a 2D copy, which has one slice). */
+static inline void pg_op_add_pitched(pg_op_t *op, const void *base, size_t pitch, size_t rows,
+                                     size_t x, size_t y, size_t z, size_t width, size_t height,
+                                     size_t depth, pg_dir_t dir) {
+  if (!base) return;
+  size_t slice = pitch * rows;
+  const char *p = (const char *)base + z * slice + y * pitch + x;
+  pg_op_add_span(op, p, pg_pitched_span(pitch, slice, width, height, depth), dir);
+}
+
 /* The host operands a cudaMemcpyKind implies. For cudaMemcpyDefault either side may be host
  * memory; core drops the one that is not pinned host memory. */
 static inline void pg_op_add_copy_spans(pg_op_t *op, void *dst, const void *src, size_t n,
@@ -61,5 +88,28 @@ static inline void pg_op_add_copy_spans(pg_op_t *op, void *dst, const void *src,
     pg_shim_leave(r_);                                  \
     err_;                                               \
   })
+
+/* A batch of copies (cudaMemcpyBatchAsync, cuMemcpyBatchAsync in both ABIs), as its caller passed
+ * it. attrs points to cudaMemcpyAttributes or CUmemcpyAttributes, which have one layout
+ * (pg_cu_api.c checks). */
+typedef struct pg_batch {
+  enum pg_hook_id id; /* the real function's row */
+  bool with_fail_idx; /* the 12.8 ABI: fail_idx comes before the stream */
+  void *const *dsts;
+  const void *const *srcs;
+  const size_t *sizes;
+  size_t count;
+  void *attrs;
+  size_t *attrs_idxs;
+  size_t num_attrs;
+  size_t *fail_idx;
+  cudaStream_t stream;
+} pg_batch_t;
+
+/* Checks, forwards and records a batch (pg_cuda_copy.c): each copy's source as its attribute's
+ * srcAccessOrder says, its destination in stream order. Returns the real call's status, or
+ * `missing` when there is no real function. */
+int pg_shim_batch(const pg_batch_t *b, const char *api, bool ptsz, const pg_stack_t *st,
+                  int missing);
 
 #endif /* PG_OP_H */

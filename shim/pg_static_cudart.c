@@ -140,10 +140,11 @@ static void found(const char *path, walk_t *w) {
   }
   named_one = true;
   pg_shim_warn("%s contains a statically linked CUDA runtime (libcudart_static.a, nvcc's "
-               "default): pinguard sees its calls only through the driver API (pinning, "
-               "asynchronous 1D copies, kernel launches, host functions, capture and graphs, "
-               "events and synchronization), not its 2D/3D and batched copies; link it with "
-               "the shared runtime (nvcc -cudart shared) for all of them", path);
+               "default): pinguard sees its calls only through the driver API underneath "
+               "(pinning, asynchronous copies, kernel launches, host functions, capture and "
+               "graphs, events and synchronization), so reports name driver functions, and "
+               "3D batched copies and stream callbacks are not seen; link it with the shared "
+               "runtime (nvcc -cudart shared) for all of them", path);
 }
 
 static int check_object(struct dl_phdr_info *info, size_t size, void *data) {

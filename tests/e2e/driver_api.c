@@ -18,6 +18,20 @@
  *   kernel  cuMemFreeHost while a kernel (cuLaunchKernel) holding a raw pointer to the buffer is
  *           in flight: its parameters are read by their layout (cuFuncGetParamInfo);
  *   once    (mixed) the runtime's copies and the driver's, each must be counted once.
+ *   COPY_free, COPY_cpu (COPY: 2d, 3d, batch128, batch13) the free and cpu cases, with the copy
+ *           into the buffer made by cuMemcpy2DAsync (rows at a pitch), cuMemcpy3DAsync (slices of
+ *           rows) or a cuMemcpyBatchAsync of four pieces in the 12.8 ABI (failIdx) or the 13.0
+ *           one (_v2). procaddr asks cuGetProcAddress_v2 for "cuMemcpyBatchAsync" with
+ *           cudaVersion 12080 and 13000: two functions, each of its own ABI. COPYptsz_free is
+ *           the free case with the _ptsz variant (by name, or by the flags of
+ *           cuGetProcAddress_v2) on the per-thread default stream.
+ *   ORDER_WHAT, a batch copy whose source is the buffer, with srcAccessOrder ORDER (during:
+ *           DuringApiCall, any: Any, stream: Stream), in the 13.0 ABI (linked) or 12.8
+ *           (procaddr). WHAT:
+ *             free      the buffer is freed right after the call (fixed: after a sync);
+ *             write     the CPU overwrites it right after the call (fixed: after a sync);
+ *             producer  a device->host copy on the same stream writes the buffer just before
+ *                       (fixed: synchronized first); then the device copy is read back.
  * Prints the checksum it read back, so that enforce runs can be told from corrupted ones. */
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -70,7 +84,29 @@ static struct {
   CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
   CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                      unsigned, CUstream, void **, void **);
+  CUresult (*copy_2d)(const CUDA_MEMCPY2D *, CUstream);
+  CUresult (*copy_3d)(const CUDA_MEMCPY3D *, CUstream);
+  CUresult (*batch128)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *,
+                       size_t *, size_t, size_t *, CUstream);
+  CUresult (*batch13)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *,
+                      size_t *, size_t, CUstream);
+  /* their per-thread-default-stream variants */
+  CUresult (*copy_2d_ptsz)(const CUDA_MEMCPY2D *, CUstream);
+  CUresult (*copy_3d_ptsz)(const CUDA_MEMCPY3D *, CUstream);
+  CUresult (*batch128_ptsz)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *,
+                            size_t *, size_t, size_t *, CUstream);
+  CUresult (*batch13_ptsz)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *,
+                           size_t *, size_t, CUstream);
 } drv;
+
+/* The 12.8 ABI under its own name (cuda.h 13 names the 13.0 function cuMemcpyBatchAsync). */
+#undef cuMemcpyBatchAsync
+extern CUresult cuMemcpyBatchAsync(CUdeviceptr *, CUdeviceptr *, size_t *, size_t,
+                                   CUmemcpyAttributes *, size_t *, size_t, size_t *, CUstream);
+extern __typeof__(cuMemcpyBatchAsync) cuMemcpyBatchAsync_ptsz;
+extern __typeof__(cuMemcpyBatchAsync_v2) cuMemcpyBatchAsync_v2_ptsz;
+extern __typeof__(cuMemcpy2DAsync_v2) cuMemcpy2DAsync_v2_ptsz;
+extern __typeof__(cuMemcpy3DAsync_v2) cuMemcpy3DAsync_v2_ptsz;
 
 /* A kernel that writes its buffer through the raw pointer it is given. */
 SIMCUDA_KERNEL(fill_host, sizeof(void *), sizeof(size_t)) {
@@ -105,6 +141,14 @@ static void find_linked(void) {
   drv.module_load_data = cuModuleLoadData;
   drv.module_get_function = cuModuleGetFunction;
   drv.launch = cuLaunchKernel;
+  drv.copy_2d = cuMemcpy2DAsync_v2;
+  drv.copy_3d = cuMemcpy3DAsync_v2;
+  drv.batch128 = cuMemcpyBatchAsync;
+  drv.batch13 = cuMemcpyBatchAsync_v2;
+  drv.copy_2d_ptsz = cuMemcpy2DAsync_v2_ptsz;
+  drv.copy_3d_ptsz = cuMemcpy3DAsync_v2_ptsz;
+  drv.batch128_ptsz = cuMemcpyBatchAsync_ptsz;
+  drv.batch13_ptsz = cuMemcpyBatchAsync_v2_ptsz;
 }
 
 typedef CUresult (*gpa_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
@@ -154,6 +198,80 @@ static void find_by_proc_address(void) {
   drv.module_load_data = get(gpa, "cuModuleLoadData", 2000, legacy);
   drv.module_get_function = get(gpa, "cuModuleGetFunction", 2000, legacy);
   drv.launch = get(gpa, "cuLaunchKernel", 4000, legacy);
+  drv.copy_2d = get(gpa, "cuMemcpy2DAsync", 3020, legacy);
+  drv.copy_3d = get(gpa, "cuMemcpy3DAsync", 3020, legacy);
+  drv.batch128 = get(gpa, "cuMemcpyBatchAsync", 12080, legacy);
+  drv.batch13 = get(gpa, "cuMemcpyBatchAsync", 13000, legacy);
+  drv.copy_2d_ptsz = get(gpa, "cuMemcpy2DAsync", 7000, ptds);
+  drv.copy_3d_ptsz = get(gpa, "cuMemcpy3DAsync", 7000, ptds);
+  drv.batch128_ptsz = get(gpa, "cuMemcpyBatchAsync", 12080, ptds);
+  drv.batch13_ptsz = get(gpa, "cuMemcpyBatchAsync", 13000, ptds);
+  if ((void *)drv.batch128 == (void *)drv.batch13) {
+    fprintf(stderr, "driver_api: one function for both batch ABIs\n");
+    exit(3);
+  }
+}
+
+/* ---- the copies of the COPY_ and ORDER_ cases ---------------------------------------------- */
+enum { PITCH = 4096, ROWS = BYTES / PITCH, WIDTH = PITCH / 2, SLICES = 4 };
+static bool per_thread; /* the copies below are the _ptsz variants (given stream 0) */
+
+/* device->host into `host`: 2D, ROWS rows of WIDTH bytes at PITCH (device rows packed). */
+static void copy_2d_to_host(void *host, CUdeviceptr d, CUstream s) {
+  CUDA_MEMCPY2D p;
+  memset(&p, 0, sizeof p);
+  p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  p.srcDevice = d;
+  p.srcPitch = WIDTH;
+  p.dstMemoryType = CU_MEMORYTYPE_HOST;
+  p.dstHost = host;
+  p.dstPitch = PITCH;
+  p.WidthInBytes = WIDTH;
+  p.Height = ROWS;
+  CK((per_thread ? drv.copy_2d_ptsz : drv.copy_2d)(&p, s));
+}
+
+/* The same as 3D: SLICES slices of ROWS / SLICES rows; the host side, a unified address, starts
+ * one row in (srcY-style offsets: dstY = 1), so its last row ends a row before the buffer. */
+static void copy_3d_to_host(void *host, CUdeviceptr d, CUstream s) {
+  CUDA_MEMCPY3D p;
+  memset(&p, 0, sizeof p);
+  p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  p.srcDevice = d;
+  p.srcPitch = WIDTH;
+  p.srcHeight = ROWS / SLICES;
+  p.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+  p.dstDevice = (CUdeviceptr)(uintptr_t)host;
+  p.dstPitch = PITCH;
+  p.dstHeight = ROWS / SLICES;
+  p.dstY = 1;
+  p.WidthInBytes = WIDTH;
+  p.Height = ROWS / SLICES - 1;
+  p.Depth = SLICES;
+  CK((per_thread ? drv.copy_3d_ptsz : drv.copy_3d)(&p, s));
+}
+
+/* A batch of four copies between host and device (to_host: device->host), all with `order`. */
+static void batch(bool abi128, bool to_host, void *host, CUdeviceptr d, CUmemcpySrcAccessOrder order,
+                  CUstream s) {
+  enum { N = 4 };
+  CUdeviceptr hp[N], dp[N];
+  size_t sizes[N];
+  for (int i = 0; i < N; i++) {
+    hp[i] = (CUdeviceptr)(uintptr_t)host + i * (BYTES / N);
+    dp[i] = d + i * (BYTES / N);
+    sizes[i] = BYTES / N;
+  }
+  CUmemcpyAttributes attr;
+  memset(&attr, 0, sizeof attr);
+  attr.srcAccessOrder = order;
+  size_t idx = 0, fail = 0;
+  if (abi128)
+    CK((per_thread ? drv.batch128_ptsz : drv.batch128)(to_host ? hp : dp, to_host ? dp : hp, sizes,
+                                                       N, &attr, &idx, 1, &fail, s));
+  else
+    CK((per_thread ? drv.batch13_ptsz : drv.batch13)(to_host ? hp : dp, to_host ? dp : hp, sizes, N,
+                                                     &attr, &idx, 1, s));
 }
 
 static unsigned long checksum(const unsigned char *p) {
@@ -198,16 +316,90 @@ int main(int argc, char **argv) {
   }
 #endif
   if (!mixed) CK(drv.host_alloc((void **)&host, BYTES, 0));
+  memset(host, 0, BYTES); /* what the copies into it do not write reads back as 0 */
   CUevent e;
   CK(drv.event_create(&e, CU_EVENT_DISABLE_TIMING));
   unsigned long sum = 0;
 
-  if (strcmp(c, "free") == 0) {
-    CK(drv.dtoh(host, d, BYTES, s1));
+  /* COPY_free and COPY_cpu: the free and cpu cases with another copy into the buffer. */
+  const char *copy = "dtoh";
+  char base[16];
+  const char *under = strchr(c, '_');
+  if (under && (size_t)(under - c) < sizeof base) {
+    memcpy(base, c, (size_t)(under - c));
+    base[under - c] = 0;
+    size_t k = strlen(base);
+    if (k > 4 && strcmp(base + k - 4, "ptsz") == 0) { /* COPYptsz_free: the _ptsz variant */
+      per_thread = true;
+      base[k - 4] = 0;
+    }
+    if (strcmp(base, "2d") == 0 || strcmp(base, "3d") == 0 || strcmp(base, "batch128") == 0 ||
+        strcmp(base, "batch13") == 0) {
+      copy = base;
+      c = under + 1;
+    } else {
+      per_thread = false;
+    }
+  }
+  /* The stream the copy into the buffer goes on: the per-thread default stream for _ptsz. */
+  CUstream cs = per_thread ? NULL : s1;
+#define SYNC_COPY_STREAM() CK(per_thread ? drv.stream_sync_ptsz(NULL) : drv.stream_sync(s1))
+#define COPY_TO_HOST()                                                                          \
+  do {                                                                                          \
+    if (strcmp(copy, "2d") == 0) copy_2d_to_host(host, d, cs);                                  \
+    else if (strcmp(copy, "3d") == 0) copy_3d_to_host(host, d, cs);                             \
+    else if (strncmp(copy, "batch", 5) == 0)                                                    \
+      batch(strcmp(copy, "batch128") == 0, true, host, d, CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, cs); \
+    else CK(drv.dtoh(host, d, BYTES, s1));                                                      \
+  } while (0)
+  /* ORDER_WHAT */
+  CUmemcpySrcAccessOrder order = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID;
+  if (strncmp(c, "during_", 7) == 0) order = CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL;
+  if (strncmp(c, "any_", 4) == 0) order = CU_MEMCPY_SRC_ACCESS_ORDER_ANY;
+  if (strncmp(c, "stream_", 7) == 0) order = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  const char *what = order ? strchr(c, '_') + 1 : "";
+  bool abi128 = strcmp(how, "procaddr") == 0;
+
+  if (order && strcmp(what, "free") == 0) {
+    memset(host, 0x11, BYTES);
+    batch(abi128, false, host, d, order, s1);
     if (!bug) CK(drv.stream_sync(s1));
     CK(drv.free_host(host));
     host = NULL;
     CK(drv.stream_sync(s1));
+  } else if (order && strcmp(what, "write") == 0) {
+    memset(host, 0x11, BYTES);
+    batch(abi128, false, host, d, order, s1);
+    if (!bug) CK(drv.stream_sync(s1));
+    memset(host, 0x22, BYTES); /* the CPU overwrites the source */
+    CK(drv.stream_sync(s1));
+  } else if (order && strcmp(what, "producer") == 0) {
+    /* d holds 0x5a; the producer copies it into host (0x11 until then), the batch copies host
+     * to a second device buffer, which is read back: 0x5a if the batch read after the
+     * producer. */
+    CUdeviceptr d2;
+    CK(drv.mem_alloc(&d2, BYTES));
+    memset(host, 0x11, BYTES);
+    CK(drv.dtoh(host, d, BYTES, s1));
+    if (!bug) CK(drv.stream_sync(s1));
+    batch(abi128, false, host, d2, order, s1);
+    CK(drv.stream_sync(s1));
+    unsigned char *back = malloc(BYTES);
+    if (!back) return 3;
+    CK(drv.dtoh(back, d2, BYTES, s2));
+    CK(drv.stream_sync(s2));
+    sum = checksum(back);
+    free(back);
+    CK(drv.mem_free(d2));
+  } else if (order) {
+    fprintf(stderr, "driver_api: unknown case %s\n", argv[2]);
+    return 2;
+  } else if (strcmp(c, "free") == 0) {
+    COPY_TO_HOST();
+    if (!bug) SYNC_COPY_STREAM();
+    CK(drv.free_host(host));
+    host = NULL;
+    SYNC_COPY_STREAM();
   } else if (strcmp(c, "cross") == 0) { /* also the mixed program's (runtime-pinned) case */
     CK(drv.htod(d, host, BYTES, s1)); /* reads host */
     if (!bug) {
@@ -219,7 +411,7 @@ int main(int argc, char **argv) {
     CK(drv.stream_sync(s2));
     sum = checksum(host);
   } else if (strcmp(c, "cpu") == 0) {
-    CK(drv.dtoh(host, d, BYTES, s1));
+    COPY_TO_HOST();
     CK(drv.event_record(e, s1));
     if (!bug) CK(drv.event_sync(e));
     sum = checksum(host); /* the CPU reads what the copy writes */

@@ -22,7 +22,8 @@
 #define FZ_OPS(X)                                                                           \
   X(ALLOC)   /* slot pages how(0 cudaHostAlloc, 1 malloc+register, 2 mmap+register) */      \
   X(FREE)    /* slot: cudaFreeHost, or cudaHostUnregister and free/munmap */                 \
-  X(COPY)    /* dir(0 H2D,1 D2H) stream slot hoff doff len api(0 async,1 ptsz,2 batch,3 2D,4 3D) */ \
+  X(COPY)    /* dir(0 H2D,1 D2H) stream slot hoff doff len api(0 async,1 ptsz,2 batch,3 2D,4 3D)
+                + 5*order (a batch's srcAccessOrder: 0 Stream, 1 DuringApiCall, 2 Any) */          \
   X(KERN)    /* kind(0 fill,1 host->dev,2 dev->host) stream slot hoff doff len val|api<<8 */ \
   X(EVREC)   /* event stream */                                                              \
   X(WAITEV)  /* stream event */                                                              \

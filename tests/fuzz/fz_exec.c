@@ -717,9 +717,14 @@ static void op_free(int i, const fz_op_t *o, uint64_t opened) {
   b->model = NULL;
 }
 
+/* A batch copy's srcAccessOrder (cudaMemcpySrcAccessOrder*, the op's api argument / 5). */
+enum { ORDER_STREAM = 0, ORDER_DURING_CALL = 1, ORDER_ANY = 2 };
+
 typedef struct span {
   uintptr_t lo, hi;
   int dir;
+  int order; /* a batch source's ORDER_*: DURING_CALL and ANY are not ordered after their own
+                stream's earlier work (like a host read), and DURING_CALL is over after the call */
 } span_t;
 
 typedef struct conf_ctx {
@@ -729,8 +734,10 @@ typedef struct conf_ctx {
 } conf_ctx_t;
 static bool conf_ok(const dacc_t *d, const void *vctx) {
   const conf_ctx_t *c = vctx;
-  return d->live && d->buf == c->gen && overlaps(d->lo, d->hi, c->sp.lo, c->sp.hi) &&
-         (may_write(d->dir) || may_write(c->sp.dir)) && !ordered_before_stream(d, c->stream);
+  if (!d->live || d->buf != c->gen || !overlaps(d->lo, d->hi, c->sp.lo, c->sp.hi)) return false;
+  /* A source read out of stream order races every device write the host has not seen end. */
+  if (c->sp.order != ORDER_STREAM) return may_write(d->dir) && !hb_before_host(d);
+  return (may_write(d->dir) || may_write(c->sp.dir)) && !ordered_before_stream(d, c->stream);
 }
 
 /* The checks and bookkeeping around one enqueue with host spans sp[0..n) on stream s. */
@@ -766,7 +773,11 @@ static void enq_after(enq_t *q, cudaError_t err) {
     conf_ctx_t c = {q->b->gen, q->sp[k], q->s};
     check_reports(q->op, r, n, "device-access-conflict", conf_ok, &c, NULL, q->sp[k].lo,
                   q->sp[k].hi - q->sp[k].lo, q->must[k],
-                  "an unordered access to the same bytes on another stream is behind a closed gate");
+                  q->sp[k].order == ORDER_STREAM
+                      ? "an unordered access to the same bytes on another stream is behind a "
+                        "closed gate"
+                      : "a device write of a batch source read out of stream order is behind a "
+                        "closed gate");
   }
   if (err != cudaSuccess) {
     fail("error", q->op, "enqueue failed: %s", cudaGetErrorName(err));
@@ -774,6 +785,7 @@ static void enq_after(enq_t *q, cudaError_t err) {
   }
   uint32_t pos = stream_advance(q->s);
   for (int k = 0; k < q->n; k++) {
+    if (q->sp[k].order == ORDER_DURING_CALL) continue; /* read by the call: nothing in flight */
     dacc_t *d = dacc_push();
     d->op = q->op;
     d->stream = q->s;
@@ -801,16 +813,19 @@ static void op_copy(int i, const fz_op_t *o, uint64_t opened) {
   if (!range_ok(b, hoff, hull) || doff < 0 || doff + len > FZ_DEVBYTES) return;
   if (api >= 2 && (len < 2 || len % 2)) api = 0;
   if (api == 2 && is_legacy(s)) api = 0; /* the batch calls refuse the legacy stream */
+  /* A host->device batch's srcAccessOrder (a device source is read as its order says too, but
+   * device memory is not pinguard's: the model keeps those in stream order). */
+  int order = api == 2 && !d2h ? (o->a[6] / 5) % 3 : ORDER_STREAM;
   unsigned char *h = b->p + hoff, *dv = M.dev[s] + doff;
   enq_t q = {.op = i, .s = s, .b = b};
   int dir = d2h ? D_WRITE : D_READ;
   if (api == 2) {
     q.n = 2;
-    q.sp[0] = (span_t){(uintptr_t)h, (uintptr_t)h + (size_t)len / 2, dir};
-    q.sp[1] = (span_t){(uintptr_t)h + (size_t)len / 2, (uintptr_t)h + (size_t)len, dir};
+    q.sp[0] = (span_t){(uintptr_t)h, (uintptr_t)h + (size_t)len / 2, dir, order};
+    q.sp[1] = (span_t){(uintptr_t)h + (size_t)len / 2, (uintptr_t)h + (size_t)len, dir, order};
   } else {
     q.n = 1;
-    q.sp[0] = (span_t){(uintptr_t)h, (uintptr_t)h + (size_t)hull, dir};
+    q.sp[0] = (span_t){(uintptr_t)h, (uintptr_t)h + (size_t)hull, dir, ORDER_STREAM};
   }
   enq_before(&q, opened);
   cudaError_t err;
@@ -830,7 +845,9 @@ static void op_copy(int i, const fz_op_t *o, uint64_t opened) {
       }
       struct cudaMemcpyAttributes attr;
       memset(&attr, 0, sizeof attr);
-      attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+      attr.srcAccessOrder = order == ORDER_DURING_CALL ? cudaMemcpySrcAccessOrderDuringApiCall
+                            : order == ORDER_ANY       ? cudaMemcpySrcAccessOrderAny
+                                                       : cudaMemcpySrcAccessOrderStream;
       size_t idx = 0;
       err = (i & 1) ? cudaMemcpyBatchAsync(dsts, (const void *const *)srcs, sizes, 2, &attr, &idx, 1, S(s))
                     : cudaMemcpyBatchAsync_ptsz(dsts, (const void *const *)srcs, sizes, 2, &attr,
@@ -879,7 +896,7 @@ static void op_kern(int i, const fz_op_t *o, uint64_t opened) {
   unsigned char *h = b->p + hoff, *dv = M.dev[s] + doff;
   /* pinguard sees a host pointer parameter: unknown direction, up to the region's end */
   enq_t q = {.op = i, .s = s, .b = b, .n = 1};
-  q.sp[0] = (span_t){(uintptr_t)h, (uintptr_t)b->p + b->size, D_UNKNOWN};
+  q.sp[0] = (span_t){(uintptr_t)h, (uintptr_t)b->p + b->size, D_UNKNOWN, ORDER_STREAM};
   enq_before(&q, opened);
   size_t n = (size_t)len;
   void *args[] = {&h, &dv, &n, &val, &kind};

@@ -156,6 +156,7 @@ void fz_generate(uint64_t seed, const fz_cfg_t *cfg, fz_ops_t *out) {
         op.a[0] = below(&r, 2), op.a[1] = s, op.a[2] = slot, op.a[3] = off;
         op.a[4] = below(&r, (FZ_DEVBYTES - len) / (int)FZ_PAGE + 1) * (int)FZ_PAGE;
         op.a[5] = len, op.a[6] = api;
+        if (api == 2) op.a[6] += 5 * below(&r, 3); /* the batch's srcAccessOrder */
         break;
       }
       case FZ_KERN: {

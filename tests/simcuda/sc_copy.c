@@ -238,7 +238,10 @@ int sc_memcpy_batch(void *const *dsts, const void *const *srcs, const size_t *si
       return sc_ret(cudaErrorInvalidValue);
     }
     if (sizes[i]) {
-      stage[segs.n] = order == cudaMemcpySrcAccessOrderDuringApiCall;
+      /* Any lets the source be read out of stream order, before earlier work on the stream
+       * completed: simcuda reads it during the call, as for DuringApiCall. */
+      stage[segs.n] = order == cudaMemcpySrcAccessOrderDuringApiCall ||
+                      order == cudaMemcpySrcAccessOrderAny;
       sc_segs_add(&segs, dsts[i], srcs[i], sizes[i]);
     }
   }
@@ -288,7 +291,8 @@ int sc_memcpy_3d_batch(size_t num_ops, void *op_list, size_t *fail_idx, unsigned
             return sc_ret(cudaErrorMemoryAllocation);
           }
           stage = ns;
-          stage[segs.n - 1] = o->srcAccessOrder == cudaMemcpySrcAccessOrderDuringApiCall;
+          stage[segs.n - 1] = o->srcAccessOrder == cudaMemcpySrcAccessOrderDuringApiCall ||
+                              o->srcAccessOrder == cudaMemcpySrcAccessOrderAny;
           nstage = segs.n;
         }
       }

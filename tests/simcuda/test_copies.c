@@ -228,6 +228,31 @@ Test(copies, batch_source_during_api_call_is_staged, .init = race_latency) {
   cr_assert_eq(back[2 * 4096 + 5], 12);
 }
 
+/* Any: the source may be read before earlier work on the stream completed; simcuda reads it
+ * during the call, so a producer queued before it on the same stream is not seen. */
+Test(copies, batch_source_any_order_is_read_early, .init = race_latency) {
+  batch_fixture f;
+  batch_setup(&f);
+  unsigned char *dev_src;
+  CK(cudaMalloc((void **)&dev_src, 4096));
+  CK(cudaMemset(dev_src, 0x77, 4096));
+  CK(cudaDeviceSynchronize());
+  /* The producer: a device->host copy into the first source, queued first on the stream. */
+  CK(cudaMemcpyAsync(f.h, dev_src, 4096, cudaMemcpyDeviceToHost, f.s));
+  struct cudaMemcpyAttributes attrs[2] = {{.srcAccessOrder = cudaMemcpySrcAccessOrderAny},
+                                          {.srcAccessOrder = cudaMemcpySrcAccessOrderStream}};
+  size_t idx[2] = {0, 1};
+  CK(cudaMemcpyBatchAsync(f.dsts, f.srcs, f.sizes, 3, attrs, idx, 2, f.s));
+  memset(f.h + 4096, 0, 2 * 4096); /* copies 1-2 read in stream order (late) */
+  CK(cudaStreamSynchronize(f.s));
+  unsigned char back[3 * 4096];
+  CK(cudaMemcpy(back, f.d, sizeof back, cudaMemcpyDeviceToHost));
+  cr_assert_eq(back[5], 10, "the Any source was read before its producer ran");
+  cr_assert_eq(f.h[5], 0x77);
+  cr_assert_eq(back[4096 + 5], 0);
+  cr_assert_eq(back[2 * 4096 + 5], 0);
+}
+
 static void abi_12_8(void) {
   sim_env("50");
   setenv("SIMCUDA_RUNTIME_VERSION", "12080", 1);

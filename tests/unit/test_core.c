@@ -121,10 +121,59 @@ static void copy(int i, size_t off, size_t n, bool d2h) {
   op.what = d2h ? "copy device->host" : "copy host->device";
   op.stream = S(i);
   op.nspans = 1;
-  op.spans[0] = (pg_span_t){buf + off, n, d2h ? PG_DIR_WRITE : PG_DIR_READ};
+  op.spans[0] = (pg_span_t){.p = buf + off, .n = n, .dir = d2h ? PG_DIR_WRITE : PG_DIR_READ};
   pg_stack_capture(&op.stack, 0, PG_STACK_MAX);
   pg_decide_before_op(&op);
   pg_decide_after_op(&op);
+}
+
+/* A batch copy on stream i reading [off, off+n) of the buffer with a srcAccessOrder. */
+static void batch_read(int i, size_t off, size_t n, pg_src_order_t order) {
+  pg_op_t op;
+  memset(&op, 0, sizeof op);
+  op.api = "cudaMemcpyBatchAsync";
+  op.what = "batch copy";
+  op.stream = S(i);
+  op.nspans = 1;
+  op.spans[0] = (pg_span_t){.p = buf + off, .n = n, .dir = PG_DIR_READ, .order = order};
+  pg_stack_capture(&op.stack, 0, PG_STACK_MAX);
+  pg_decide_before_op(&op);
+  pg_decide_after_op(&op);
+}
+
+/* ---- a batch source's srcAccessOrder -------------------------------------------------------- */
+Test(core, a_stream_ordered_source_follows_its_own_streams_producer) {
+  start("enforce", NULL);
+  copy(0, 0, 4096, true);
+  batch_read(0, 0, 4096, PG_SRC_STREAM);
+  cr_assert_eq(waits, 0);
+  cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
+}
+
+Test(core, an_any_order_source_races_its_own_streams_producer) {
+  start("enforce", NULL);
+  copy(0, 0, 4096, true);
+  copy(2, 8192, 4096, true); /* other bytes: left alone */
+  batch_read(0, 0, 4096, PG_SRC_EARLY);
+  cr_assert_eq(waits, 1);
+  cr_assert_eq(streams[0].done, 1, "the producer was waited for");
+  cr_assert_eq(streams[2].done, 0);
+  cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
+  /* The read stays in flight: another stream's write of those bytes races it. */
+  copy(1, 0, 4096, true);
+  cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 2, "%s", out);
+}
+
+Test(core, a_during_call_source_is_a_host_read_at_call_time) {
+  start("audit", NULL);
+  copy(0, 0, 4096, true);
+  batch_read(0, 0, 4096, PG_SRC_AT_CALL); /* its own stream's producer is still writing */
+  cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
+  complete(0);
+  batch_read(1, 4096, 4096, PG_SRC_AT_CALL);
+  /* Nothing of the batch is in flight after the call: another stream may write the bytes. */
+  copy(2, 4096, 4096, true);
+  cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
 }
 
 /* ---- conflicts between device accesses ------------------------------------------------------ */

@@ -137,7 +137,7 @@ static void copies(cudaStream_t s, char *buf, void *dev, pg_dir_t dir) {
                         : cudaMemcpyAsync(p, dev, SPAN_BYTES, cudaMemcpyDeviceToHost, s);
     if (e != cudaSuccess) die("cudaMemcpyAsync");
     pg_op_t op = {.api = "cudaMemcpyAsync", .what = "copy", .stream = s, .nspans = 1};
-    op.spans[0] = (pg_span_t){p, SPAN_BYTES, dir};
+    op.spans[0] = (pg_span_t){.p = p, .n = SPAN_BYTES, .dir = dir};
     pg_decide_before_op(&op);
     pg_decide_after_op(&op);
   }
