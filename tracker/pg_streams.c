@@ -19,15 +19,8 @@ _Atomic uint64_t pg_legacy_version[PG_MAX_DEVICES];
 static pthread_rwlock_t g_map_lock = PTHREAD_RWLOCK_INITIALIZER;
 static pg_stream_t *g_map;
 static pg_stream_t *g_free_streams;
-static atomic_ulong g_map_gen;     /* bumped on destroy: invalidates the thread caches */
-/* A thread usually enqueues on a handful of streams: a small direct-mapped cache of
- * handle -> state keeps the map's lock off the per-copy path. */
-#define STREAM_CACHE 8
-static __thread struct {
-  cudaStream_t h;
-  pg_stream_t *st;
-  unsigned long gen;
-} t_cache[STREAM_CACHE];
+atomic_ulong pg_stream_map_gen;    /* bumped on destroy: invalidates the thread caches */
+__thread pg_stream_cache_t pg_stream_cache[PG_STREAM_CACHE];
 /* The calling thread's per-thread default streams, one per device (allocated at first use). */
 static __thread pg_stream_t **t_per_thread;
 static pthread_key_t g_ptds_key;
@@ -192,22 +185,19 @@ static pg_stream_t *lookup_or_add(cudaStream_t s, int known_flags, unsigned flag
   return st;
 }
 
-pg_stream_t *pg_stream_get(cudaStream_t s) {
+pg_stream_t *pg_stream_get_slow(cudaStream_t s) {
   if (s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread) {
     int device = pg_current_device();
     if (device >= PG_MAX_DEVICES) return NULL;
     return s == cudaStreamPerThread ? per_thread_stream(device) : legacy_stream(device);
   }
-  unsigned long gen = atomic_load_explicit(&g_map_gen, memory_order_acquire);
-  uintptr_t k = (uintptr_t)s;
-  unsigned slot = (unsigned)((k >> 4) ^ (k >> 12)) % STREAM_CACHE;
-  if (t_cache[slot].st && t_cache[slot].h == s && t_cache[slot].gen == gen)
-    return t_cache[slot].st;
+  unsigned long gen = atomic_load_explicit(&pg_stream_map_gen, memory_order_acquire);
   pg_stream_t *st = lookup_or_add(s, 0, 0);
   if (st) {
-    t_cache[slot].h = s;
-    t_cache[slot].st = st;
-    t_cache[slot].gen = gen;
+    pg_stream_cache_t *c = &pg_stream_cache[pg_stream_cache_slot(s)];
+    c->h = s;
+    c->st = st;
+    c->gen = gen;
   }
   return st;
 }
@@ -569,7 +559,7 @@ void pg_hb_stream_destroyed(cudaStream_t s) {
   if (st) {
     HASH_DEL(g_map, st);
     ST(st->dead, true);
-    atomic_fetch_add_explicit(&g_map_gen, 1, memory_order_release);
+    atomic_fetch_add_explicit(&pg_stream_map_gen, 1, memory_order_release);
   }
   pthread_rwlock_unlock(&g_map_lock);
   if (st) pg_stream_retire(st, 0); /* recycles it once its work has drained */

@@ -175,8 +175,33 @@ extern _Atomic uint64_t pg_legacy_version[PG_MAX_DEVICES];
 
 /* The state for a stream handle (0 and cudaStreamLegacy are the current device's legacy stream,
  * cudaStreamPerThread the calling thread's on the current device); NULL when out of ids or
- * memory, or the device is beyond PG_MAX_DEVICES. */
-pg_stream_t *pg_stream_get(cudaStream_t s);
+ * memory, or the device is beyond PG_MAX_DEVICES. Inline: a thread usually enqueues on a
+ * handful of streams, so a small direct-mapped per-thread cache of handle -> state (valid while
+ * no stream was destroyed since it was filled) answers on the per-copy path; the default-stream
+ * handles, whose state depends on the current device, and misses take pg_stream_get_slow (the
+ * map, under its read lock). */
+#define PG_STREAM_CACHE 8
+typedef struct pg_stream_cache {
+  cudaStream_t h;
+  pg_stream_t *st;
+  unsigned long gen;
+} pg_stream_cache_t;
+extern __thread pg_stream_cache_t pg_stream_cache[PG_STREAM_CACHE];
+extern atomic_ulong pg_stream_map_gen; /* bumped on destroy: invalidates the thread caches */
+pg_stream_t *pg_stream_get_slow(cudaStream_t s);
+static inline unsigned pg_stream_cache_slot(cudaStream_t s) {
+  uintptr_t k = (uintptr_t)s;
+  return (unsigned)((k >> 4) ^ (k >> 12)) % PG_STREAM_CACHE;
+}
+static inline pg_stream_t *pg_stream_get(cudaStream_t s) {
+  const pg_stream_cache_t *c = &pg_stream_cache[pg_stream_cache_slot(s)];
+  /* Default-stream handles are never cached: they miss here (c->h is never 0, 1 or 2 with a
+   * state set) and resolve in the slow path. */
+  if (__builtin_expect(c->st && c->h == s, 1) &&
+      c->gen == atomic_load_explicit(&pg_stream_map_gen, memory_order_acquire))
+    return c->st;
+  return pg_stream_get_slow(s);
+}
 /* The calling thread's current device: 0 without asking while the process has one device. */
 int pg_current_device(void);
 /* Applies the legacy default stream's implicit ordering to an op about to be enqueued on st.
