@@ -284,7 +284,7 @@ static atomic_ulong g_next_acc_id = 1;
 /* st->mu held, a new access on the FIFO: indexes it on its region's owner list when st owns the
  * region (claiming an unowned one if its lock is free: st->mu is held, so only a try), else
  * leaves it PG_IN_PENDING for the set, which needs the region's lock (taken after st->mu). */
-static void index_owned(pg_stream_t *st, pg_acc_t *a) {
+static inline __attribute__((always_inline)) void index_owned(pg_stream_t *st, pg_acc_t *a) {
   pg_region_rec_t *r = a->region;
   if (LD(r->gen) != a->region_gen) {
     atomic_store_explicit(&a->where, PG_IN_NONE, memory_order_relaxed);
@@ -303,9 +303,13 @@ static void index_owned(pg_stream_t *st, pg_acc_t *a) {
   else atomic_store_explicit(&a->where, PG_IN_PENDING, memory_order_relaxed);
 }
 
-static int begin(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t nh,
-                 pg_dir_t dir, cudaStream_t stream, const pg_origin_t *origin,
-                 const pg_stack_t *stack);
+/* Inlined into both entry points: the call between them cost a prologue and eight arguments
+ * per copy. */
+static inline __attribute__((always_inline)) int begin(uintptr_t lo, uintptr_t hi,
+                                                       const pg_region_hit_t *hits, size_t nh,
+                                                       pg_dir_t dir, cudaStream_t stream,
+                                                       const pg_origin_t *origin,
+                                                       const pg_stack_t *stack);
 
 int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
                     const pg_origin_t *origin, const pg_stack_t *stack) {
@@ -325,9 +329,11 @@ int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
   return begin(lk->lo, lk->hi, hits, nh, dir, stream, origin, stack);
 }
 
-static int begin(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t nh,
-                 pg_dir_t dir, cudaStream_t stream, const pg_origin_t *origin,
-                 const pg_stack_t *stack) {
+static inline __attribute__((always_inline)) int begin(uintptr_t lo, uintptr_t hi,
+                                                       const pg_region_hit_t *hits, size_t nh,
+                                                       pg_dir_t dir, cudaStream_t stream,
+                                                       const pg_origin_t *origin,
+                                                       const pg_stack_t *stack) {
   if (nh > MAX_PIECES) nh = MAX_PIECES;
   /* One piece per region, clipped so that no byte is tracked twice when regions overlap. */
   uintptr_t plo[MAX_PIECES], phi[MAX_PIECES], cur = lo;
@@ -570,6 +576,20 @@ size_t pg_access_conflicts_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t 
   size_t nh;
   const pg_region_hit_t *hits = pg_regions_of_lookup(lk, buf, MAX_PIECES, &nh);
   return query_hits(lk->lo, lk->hi, hits, nh, &c);
+}
+
+bool pg_access_quiet_at(const pg_lookup_t *lk, cudaStream_t stream) {
+  if (lk->hi <= lk->lo) return true;
+  if (!pg_lookup_current(lk)) return false;
+  pg_stream_t *st = pg_stream_get(stream);
+  if (!st) return true; /* untracked stream: pg_access_conflicts_at finds nothing either */
+  /* query_hits' first test for each region, without its lock or its call. */
+  for (size_t i = 0; i < lk->total; i++) {
+    const pg_region_rec_t *r = lk->hits[i].rec;
+    uint32_t q = atomic_load_explicit(&r->quiet, memory_order_acquire);
+    if (q != PG_QUIET_EMPTY && q != st->id) return false;
+  }
+  return true;
 }
 
 bool pg_access_wait(const pg_access_t *a) {

@@ -30,7 +30,8 @@ typedef struct ix_node {
 
 static _Atomic(ix_node_t *) g_root;
 static atomic_size_t g_n;
-static atomic_ulong g_seq;       /* odd while a writer is changing the index */
+atomic_ulong pg_regions_seq;     /* odd while a writer is changing the index */
+#define g_seq pg_regions_seq
 static atomic_ulong g_next_id = 1;
 static pthread_mutex_t g_wmu = PTHREAD_MUTEX_INITIALIZER;
 static pg_region_rec_t *g_by_base; /* uthash: newest registration for each exact base */
@@ -403,10 +404,15 @@ static size_t walk(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap)
   return total;
 }
 
+static size_t overlapping_slow(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap,
+                               unsigned long now);
+
+/* The memo of regions found alone answers most lookups; everything else is out of line, so
+ * that this path saves no registers. */
 size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap) {
   if (hi <= lo) return 0;
   unsigned long now = atomic_load_explicit(&g_seq, memory_order_acquire);
-  /* The entry that answered last first: one copy asks about the same span three times. */
+  /* The entry that answered last first: copies go on into the same buffer. */
   for (unsigned k = 0, i = t_solo_last; k <= SOLO_CACHE; i = k++) {
     if (t_solo[i].seq == now && t_solo[i].base <= lo && hi <= t_solo[i].end) {
       t_solo_last = i;
@@ -415,6 +421,12 @@ size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, 
       return 1;
     }
   }
+  return overlapping_slow(lo, hi, out, cap, now);
+}
+
+__attribute__((noinline)) static size_t overlapping_slow(uintptr_t lo, uintptr_t hi,
+                                                         pg_region_hit_t *out, size_t cap,
+                                                         unsigned long now) {
   if (t_memo.valid && t_memo.lo == lo && t_memo.hi == hi && t_memo.seq == now) {
     size_t k = t_memo.total < cap ? t_memo.total : cap;
     memcpy(out, t_memo.hits, k * sizeof(*out));
@@ -464,13 +476,8 @@ size_t pg_region_lookup(const void *p, size_t n, pg_lookup_t *lk) {
   return lk->total;
 }
 
-const pg_region_hit_t *pg_regions_of_lookup(const pg_lookup_t *lk, pg_region_hit_t *out,
-                                            size_t cap, size_t *total) {
-  if (lk->total <= PG_LOOKUP_HITS && !(lk->version & 1) &&
-      lk->version == atomic_load_explicit(&g_seq, memory_order_acquire)) {
-    *total = lk->total;
-    return (const pg_region_hit_t *)(const void *)lk->hits;
-  }
+const pg_region_hit_t *pg_regions_of_lookup_slow(const pg_lookup_t *lk, pg_region_hit_t *out,
+                                                 size_t cap, size_t *total) {
   *total = pg_regions_overlapping(lk->lo, lk->hi, out, cap);
   return out;
 }

@@ -264,15 +264,10 @@ static void join_into(pg_stream_t *st, const _Atomic uint64_t *src, unsigned n) 
   }
 }
 
-void pg_stream_clock_changed(pg_stream_t *st) {
-  if (LD(st->legacy))
-    atomic_fetch_add_explicit(&pg_legacy_version[LD(st->device)], 1, memory_order_relaxed);
-}
-
 /* The implicit ordering holds among the streams of one device: a device's legacy stream and its
- * blocking streams. Another device's legacy stream orders nothing here. */
-void pg_stream_legacy_sync(pg_stream_t *st) {
-  if (!LD(st->blocking)) return;
+ * blocking streams. Another device's legacy stream orders nothing here. (st is blocking: the
+ * inline pg_stream_legacy_sync tested it.) */
+void pg_stream_legacy_sync_blocking(pg_stream_t *st) {
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
   if (LD(st->legacy)) { /* legacy work waits for all prior work on its device's blocking streams */
     for (unsigned id = 1; id < n; id++) {
@@ -331,11 +326,7 @@ static bool create_event_on(int device, cudaEvent_t *e) {
   return ok;
 }
 
-bool pg_stream_take_event(pg_stream_t *st, cudaEvent_t *e) {
-  if (st->npool) {
-    *e = st->pool[--st->npool];
-    return true;
-  }
+bool pg_stream_take_event_new(pg_stream_t *st, cudaEvent_t *e) {
   if (st->nevents >= st->cap_pool) {
     size_t cap = st->cap_pool ? st->cap_pool * 2 : 16;
     cudaEvent_t *p = realloc(st->pool, cap * sizeof(*p));
@@ -348,16 +339,7 @@ bool pg_stream_take_event(pg_stream_t *st, cudaEvent_t *e) {
   return true;
 }
 
-void pg_stream_give_event(pg_stream_t *st, cudaEvent_t e) {
-  if (st->npool < st->cap_pool) st->pool[st->npool++] = e; /* always: cap_pool >= nevents */
-}
-
-pg_acc_t *pg_stream_alloc_acc(pg_stream_t *st) {
-  pg_acc_t *a = st->free_accs;
-  if (a) st->free_accs = a->fifo_next;
-  else a = malloc(sizeof(*a));
-  return a;
-}
+pg_acc_t *pg_stream_alloc_acc_new(void) { return malloc(sizeof(pg_acc_t)); }
 
 /* ---- retirement ------------------------------------------------------------------------------- */
 static void maybe_recycle(pg_stream_t *st) {

@@ -86,9 +86,27 @@ typedef struct pg_region_hit {
 
 /* Regions overlapping [lo, hi), ascending by base; fills min(total, cap), returns total. */
 size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap);
+/* The region index's sequence number: odd while a writer is changing it; every change moves
+ * it, and it never repeats. */
+extern atomic_ulong pg_regions_seq;
+/* Whether lookup lk is still current: no region was pinned or unpinned since it was made, and
+ * it holds every region it found. */
+static inline bool pg_lookup_current(const pg_lookup_t *lk) {
+  return lk->total <= PG_LOOKUP_HITS && !(lk->version & 1) &&
+         lk->version == atomic_load_explicit(&pg_regions_seq, memory_order_acquire);
+}
 /* The regions overlapping lk's span (hits are lk's own while it is current, else out's). */
-const pg_region_hit_t *pg_regions_of_lookup(const pg_lookup_t *lk, pg_region_hit_t *out,
-                                            size_t cap, size_t *total);
+const pg_region_hit_t *pg_regions_of_lookup_slow(const pg_lookup_t *lk, pg_region_hit_t *out,
+                                                 size_t cap, size_t *total);
+static inline const pg_region_hit_t *pg_regions_of_lookup(const pg_lookup_t *lk,
+                                                          pg_region_hit_t *out, size_t cap,
+                                                          size_t *total) {
+  if (__builtin_expect(pg_lookup_current(lk), 1)) {
+    *total = lk->total;
+    return (const pg_region_hit_t *)(const void *)lk->hits;
+  }
+  return pg_regions_of_lookup_slow(lk, out, cap, total);
+}
 /* Calls fn on every region record ever allocated (fork handlers). */
 void pg_regions_for_each_rec(void (*fn)(pg_region_rec_t *));
 void pg_regions_lock_writer(void);
@@ -205,17 +223,42 @@ static inline pg_stream_t *pg_stream_get(cudaStream_t s) {
 /* The calling thread's current device: 0 without asking while the process has one device. */
 int pg_current_device(void);
 /* Applies the legacy default stream's implicit ordering to an op about to be enqueued on st.
- * st->mu held. */
-void pg_stream_legacy_sync(pg_stream_t *st);
+ * st->mu held. Non-blocking streams (most of the per-copy path) are not ordered by it. */
+void pg_stream_legacy_sync_blocking(pg_stream_t *st);
+static inline void pg_stream_legacy_sync(pg_stream_t *st) {
+  if (atomic_load_explicit(&st->blocking, memory_order_relaxed)) pg_stream_legacy_sync_blocking(st);
+}
 /* Host learned that clock entry id reached seq. */
 void pg_host_learn(uint32_t id, uint64_t seq);
 /* st->mu held: a completion event from st's pool (false if none could be created), an access
  * record from its free list or the heap (NULL on OOM). */
-bool pg_stream_take_event(pg_stream_t *st, cudaEvent_t *e);
-void pg_stream_give_event(pg_stream_t *st, cudaEvent_t e);
-pg_acc_t *pg_stream_alloc_acc(pg_stream_t *st);
+bool pg_stream_take_event_new(pg_stream_t *st, cudaEvent_t *e); /* the pool is empty */
+static inline bool pg_stream_take_event(pg_stream_t *st, cudaEvent_t *e) {
+  if (__builtin_expect(st->npool != 0, 1)) {
+    *e = st->pool[--st->npool];
+    return true;
+  }
+  return pg_stream_take_event_new(st, e);
+}
+static inline void pg_stream_give_event(pg_stream_t *st, cudaEvent_t e) {
+  if (st->npool < st->cap_pool) st->pool[st->npool++] = e; /* always: cap_pool >= nevents */
+}
+pg_acc_t *pg_stream_alloc_acc_new(void); /* the free list is empty: the heap */
+static inline pg_acc_t *pg_stream_alloc_acc(pg_stream_t *st) {
+  pg_acc_t *a = st->free_accs;
+  if (__builtin_expect(a != NULL, 1)) {
+    st->free_accs = a->fifo_next;
+    return a;
+  }
+  return pg_stream_alloc_acc_new();
+}
 /* st->mu held: st's clock changed (the legacy stream's version moves with it). */
-void pg_stream_clock_changed(pg_stream_t *st);
+static inline void pg_stream_clock_changed(pg_stream_t *st) {
+  if (atomic_load_explicit(&st->legacy, memory_order_relaxed))
+    atomic_fetch_add_explicit(&pg_legacy_version[atomic_load_explicit(&st->device,
+                                                                      memory_order_relaxed)],
+                              1, memory_order_relaxed);
+}
 /* Retires the completed head of st's FIFO, at most `max` accesses (0 = all completed). */
 void pg_stream_retire(pg_stream_t *st, size_t max);
 /* st->mu held: takes up to `max` (0 = all) completed, ready accesses off the FIFO head. Those on
