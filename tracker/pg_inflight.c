@@ -209,20 +209,12 @@ static void own_push(pg_region_rec_t *r, pg_acc_t *a) {
   atomic_store_explicit(&a->where, PG_IN_OWN, memory_order_relaxed);
 }
 
-void pg_inflight_own_unlink(pg_acc_t *a) {
-  pg_region_rec_t *r = a->region;
-  if (a->slot_prev) a->slot_prev->slot_next = a->slot_next;
-  else r->own_head = a->slot_next;
-  if (a->slot_next) a->slot_next->slot_prev = a->slot_prev;
-  atomic_store_explicit(&a->where, PG_IN_NONE, memory_order_relaxed);
-}
-
 /* r->mu held: the owner (if any) gives its list up; each access moves into the set (where any
  * stream's checks find them sorted). On out of memory the rest stays on the list, still owned. */
 static void own_disown(pg_region_rec_t *r) {
   pg_stream_t *ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
   if (!ow) return;
-  pthread_mutex_lock(&ow->mu);
+  pg_lock(&ow->mu);
   while (r->own_head) {
     pg_acc_t *a = r->own_head;
     r->own_head = a->slot_next;
@@ -237,7 +229,7 @@ static void own_disown(pg_region_rec_t *r) {
     atomic_store_explicit(&a->where, PG_IN_SET, memory_order_relaxed);
   }
   if (!r->own_head) atomic_store_explicit(&r->owner, NULL, memory_order_relaxed);
-  pthread_mutex_unlock(&ow->mu);
+  pg_unlock(&ow->mu);
   set_quiet(r);
 }
 
@@ -245,12 +237,12 @@ static void clear_region(pg_region_rec_t *r, bool child) {
   pthread_mutex_lock(&r->mu);
   pg_stream_t *ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
   if (ow) { /* its accesses stay on their FIFO, indexed nowhere */
-    if (!child) pthread_mutex_lock(&ow->mu);
+    if (!child) pg_lock(&ow->mu);
     for (pg_acc_t *a = r->own_head; a; a = a->slot_next)
       atomic_store_explicit(&a->where, PG_IN_NONE, memory_order_relaxed);
     r->own_head = NULL;
     atomic_store_explicit(&r->owner, NULL, memory_order_relaxed);
-    if (!child) pthread_mutex_unlock(&ow->mu);
+    if (!child) pg_unlock(&ow->mu);
   }
   hash_drop(r);
   for (size_t i = 0; i < r->nslots; i++) free(r->sorted[i]);
@@ -357,7 +349,7 @@ static inline __attribute__((always_inline)) int begin(uintptr_t lo, uintptr_t h
   bool hook = pg_hook_begin != NULL;
   pg_acc_t *later = NULL;
   size_t retired = 0;
-  pthread_mutex_lock(&st->mu);
+  pg_lock(&st->mu);
   /* Polling the FIFO head costs an event query; once every few begins keeps the FIFO short. */
   if (++st->begins_since_poll >= 8) {
     st->begins_since_poll = 0;
@@ -426,7 +418,7 @@ static inline __attribute__((always_inline)) int begin(uintptr_t lo, uintptr_t h
     accs[ok] = a;
   }
   if (ok) pg_stream_clock_changed(st);
-  pthread_mutex_unlock(&st->mu);
+  pg_unlock(&st->mu);
   if (later) pg_stream_retire_finish(st, later);
   if (retired) atomic_fetch_sub_explicit(&pg_inflight_total, retired, memory_order_relaxed);
   atomic_fetch_add_explicit(&pg_inflight_total, ok, memory_order_relaxed);
@@ -517,9 +509,9 @@ static void region_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, collect
   /* The owner's own list: ordered before a new access on its own stream, so a conflict check
    * from there skips it; everything else looks. */
   if (ow && !(c->mode == 2 && ow == c->st)) {
-    pthread_mutex_lock(&ow->mu);
+    pg_lock(&ow->mu);
     if (atomic_load_explicit(&r->owner, memory_order_relaxed) == ow) own_visit(r, lo, hi, c);
-    pthread_mutex_unlock(&ow->mu);
+    pg_unlock(&ow->mu);
   }
 }
 

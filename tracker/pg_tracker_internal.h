@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "pg_lock.h"
 #include "pg_tracker.h"
 
 #define HASH_NONFATAL_OOM 1
@@ -154,7 +155,13 @@ void pg_inflight_clear_region_child(pg_region_rec_t *rec);
  * meanwhile (the region's removal ended the access's bookkeeping, guard pages included). */
 bool pg_inflight_remove(pg_acc_t *a);
 /* a's stream's lock held, a on its region's owner list: takes it off. */
-void pg_inflight_own_unlink(pg_acc_t *a);
+static inline void pg_inflight_own_unlink(pg_acc_t *a) {
+  pg_region_rec_t *r = a->region;
+  if (a->slot_prev) a->slot_prev->slot_next = a->slot_next;
+  else r->own_head = a->slot_next;
+  if (a->slot_next) a->slot_next->slot_prev = a->slot_prev;
+  atomic_store_explicit(&a->where, PG_IN_NONE, memory_order_relaxed);
+}
 
 /* ---- streams and vector clocks (pg_streams.c) --------------------------------------------- */
 /* Type-stable and bound to one dense id for life; recycled for a new stream once the old one
@@ -167,7 +174,7 @@ struct pg_stream {
   atomic_bool dead;            /* destroyed (or its thread exited); recycled once drained */
   atomic_int device;           /* the device it belongs to (its events are created there) */
   bool recycled;               /* on the free list (stream map lock) */
-  pthread_mutex_t mu;          /* protects the FIFO, pools, and writes to vc */
+  pg_lock_t mu;                /* protects the FIFO, pools, and writes to vc (pg_lock.h) */
   _Atomic uint64_t vc[PG_MAX_STREAMS]; /* vc[id] is this stream's own sequence */
   uint64_t legacy_seen;        /* legacy stream clock version last joined */
   pg_acc_t *fifo_head, *fifo_tail;
@@ -267,8 +274,14 @@ void pg_stream_retire(pg_stream_t *st, size_t max);
  * released. Returns how many left the FIFO. */
 size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later);
 void pg_stream_retire_finish(pg_stream_t *st, pg_acc_t *later);
-/* Whether access a is known complete (host clock, else its event); learns what it finds. */
-bool pg_acc_complete(const pg_acc_t *a);
+/* Whether access a is known complete (host clock, else its event); learns what it finds. The
+ * host clock's answer inline; the event query out of line. */
+bool pg_acc_complete_query(const pg_acc_t *a);
+static inline bool pg_acc_complete(const pg_acc_t *a) {
+  if (atomic_load_explicit(&pg_host_clock[a->pub.stream_id], memory_order_relaxed) >= a->pub.seq)
+    return true;
+  return pg_acc_complete_query(a);
+}
 /* Whether an access on st enqueued now is ordered after a. */
 bool pg_stream_ordered_after(const pg_stream_t *st, const pg_acc_t *a);
 /* Fork: the stream map lock, then every stream's lock (0 prepare, 1 parent, 2 child). */
