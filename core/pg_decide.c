@@ -341,7 +341,9 @@ void pg_decide_before_op(pg_op_t *op) {
   }
 }
 
-static void begin_accesses(const pg_op_t *op, cudaStream_t stream, const pg_stack_t *st) {
+static inline __attribute__((always_inline)) void begin_accesses(const pg_op_t *op,
+                                                                   cudaStream_t stream,
+                                                                   const pg_stack_t *st) {
   pg_origin_t origin = {.what = op->what, .func = op->func};
   for (size_t i = 0; i < op->nspans; i++) {
     if (i < op->nlk) pg_access_begin_at(&op->lk[i], op->spans[i].dir, stream, &origin, st);
