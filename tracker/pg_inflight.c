@@ -180,11 +180,41 @@ static void set_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, visit_fn f
   }
 }
 
-/* r->mu held, at the end of every change to r's owner or to its set's emptiness. */
+/* r->mu held, at the end of every change to r's owner, of every insert into its set and of
+ * the removal that empties it (other removals leave the bound larger than it need be). */
 static void set_quiet(pg_region_rec_t *r) {
   pg_stream_t *ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
   uint32_t q = r->nacc ? 0 : ow ? ow->id : PG_QUIET_EMPTY;
+  /* Seqlock without fences, as the region index's (pg_regions.c): release stores, acquire loads. */
+  atomic_fetch_add_explicit(&r->sum_seq, 1, memory_order_acq_rel);
   atomic_store_explicit(&r->quiet, q, memory_order_release);
+  if (q == 0) {
+    /* Every access starts at or after the first slot's start, and none is longer than maxlen. */
+    atomic_store_explicit(&r->set_owner, ow ? ow->id : 0, memory_order_release);
+    atomic_store_explicit(&r->set_lo, r->sorted[0]->lo, memory_order_release);
+    atomic_store_explicit(&r->set_hi, r->sorted[r->nslots - 1]->lo + r->maxlen,
+                          memory_order_release);
+  }
+  atomic_store_explicit(&r->sum_seq, atomic_load_explicit(&r->sum_seq, memory_order_relaxed) + 1,
+                        memory_order_release);
+}
+
+/* A conflict check of [lo, hi) from stream st, without r's lock: true when r's summary says that
+ * nothing there can be another stream's access overlapping the range (quiet, or the set's
+ * accesses all outside it with no other stream owning r). False: look under the lock. */
+static inline bool summary_clear(const pg_region_rec_t *r, uintptr_t lo, uintptr_t hi,
+                                 const pg_stream_t *st) {
+  uint32_t q = atomic_load_explicit(&r->quiet, memory_order_acquire);
+  if (q == PG_QUIET_EMPTY || q == st->id) return true;
+  if (q != 0) return false; /* another stream owns r, with nothing in the set */
+  unsigned s = atomic_load_explicit(&r->sum_seq, memory_order_acquire);
+  if (s & 1) return false;
+  bool clear = atomic_load_explicit(&r->quiet, memory_order_acquire) == 0;
+  uint32_t ow = atomic_load_explicit(&r->set_owner, memory_order_acquire);
+  uintptr_t slo = atomic_load_explicit(&r->set_lo, memory_order_acquire);
+  uintptr_t shi = atomic_load_explicit(&r->set_hi, memory_order_acquire);
+  if (atomic_load_explicit(&r->sum_seq, memory_order_relaxed) != s) return false;
+  return clear && (ow == 0 || ow == st->id) && (hi <= slo || lo >= shi);
 }
 
 bool pg_inflight_remove(pg_acc_t *a) {
@@ -535,8 +565,7 @@ static size_t query_hits(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits
       /* A conflict check need not wait for a change under way on another thread (that
        * thread's op is concurrent with this one): the region's summary, written at the end of
        * each change, says whether anything here could be another stream's. */
-      uint32_t q = atomic_load_explicit(&r->quiet, memory_order_acquire);
-      if (q == PG_QUIET_EMPTY || q == c->st->id) continue;
+      if (summary_clear(r, lo, hi, c->st)) continue;
     }
     pthread_mutex_lock(&r->mu);
     if (LD(r->gen) == hits[i].gen) region_visit(r, lo, hi, c);
@@ -576,11 +605,8 @@ bool pg_access_quiet_at(const pg_lookup_t *lk, cudaStream_t stream) {
   pg_stream_t *st = pg_stream_get(stream);
   if (!st) return true; /* untracked stream: pg_access_conflicts_at finds nothing either */
   /* query_hits' first test for each region, without its lock or its call. */
-  for (size_t i = 0; i < lk->total; i++) {
-    const pg_region_rec_t *r = lk->hits[i].rec;
-    uint32_t q = atomic_load_explicit(&r->quiet, memory_order_acquire);
-    if (q != PG_QUIET_EMPTY && q != st->id) return false;
-  }
+  for (size_t i = 0; i < lk->total; i++)
+    if (!summary_clear(lk->hits[i].rec, lk->lo, lk->hi, st)) return false;
   return true;
 }
 

@@ -59,6 +59,13 @@ struct pg_region_rec {
    * when nothing is in flight here (no owner, empty set), the owner's id when the set is empty
    * (only the owner's accesses, on its list), 0 otherwise. */
   _Atomic uint32_t quiet;
+  /* With quiet 0 (accesses in the set): a bound on where they lie, [set_lo, set_hi), and the
+   * owner's id then (0: none), so that a check of a range outside the bound, from the owner's
+   * stream or with no owner, takes no lock either. Written with quiet, under mu, between two
+   * moves of sum_seq (odd while they are written); readers take a consistent snapshot or look. */
+  atomic_uint sum_seq;
+  _Atomic uint32_t set_owner;
+  _Atomic uintptr_t set_lo, set_hi;
   pthread_mutex_t mu;          /* protects everything below */
   /* in-flight set: slots (one per distinct access start) sorted by lo, and hashed by lo once
    * there are many (PG_HASH_SLOTS) */
