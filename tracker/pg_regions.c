@@ -365,6 +365,14 @@ static __thread struct {
   uint64_t gen;
 } t_solo[SOLO_CACHE];
 static __thread unsigned t_solo_next, t_solo_last;
+/* Which entry answered last for ranges starting in the same 64 KiB (hashed): a copy cycling over
+ * many buffers finds its entry at once instead of scanning the memo. A hint only: the entry is
+ * checked as any other. */
+#define SOLO_HINTS 64
+static __thread uint8_t t_solo_hint[SOLO_HINTS];
+static inline unsigned solo_hint_slot(uintptr_t lo) {
+  return (unsigned)((lo >> 16) ^ (lo >> 22)) % SOLO_HINTS;
+}
 
 #define MEMO_HITS 4
 static __thread struct {
@@ -412,16 +420,24 @@ static size_t overlapping_slow(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out,
 size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap) {
   if (hi <= lo) return 0;
   unsigned long now = atomic_load_explicit(&g_seq, memory_order_acquire);
-  /* The entry that answered last first: copies go on into the same buffer. */
-  for (unsigned k = 0, i = t_solo_last; k <= SOLO_CACHE; i = k++) {
+  /* The entry that answered last (copies go on into the same buffer), then the one hinted for
+   * this address, then the rest. */
+  unsigned i = t_solo_last;
+  if (__builtin_expect(t_solo[i].seq == now && t_solo[i].base <= lo && hi <= t_solo[i].end, 1))
+    goto hit;
+  unsigned hint = solo_hint_slot(lo);
+  for (unsigned k = 0; k <= SOLO_CACHE; k++) {
+    i = k == 0 ? t_solo_hint[hint] : k - 1;
     if (t_solo[i].seq == now && t_solo[i].base <= lo && hi <= t_solo[i].end) {
       t_solo_last = i;
-      if (cap) out[0] = (pg_region_hit_t){t_solo[i].rec, t_solo[i].gen, t_solo[i].base,
-                                          t_solo[i].end};
-      return 1;
+      t_solo_hint[hint] = (uint8_t)i;
+      goto hit;
     }
   }
   return overlapping_slow(lo, hi, out, cap, now);
+hit:
+  if (cap) out[0] = (pg_region_hit_t){t_solo[i].rec, t_solo[i].gen, t_solo[i].base, t_solo[i].end};
+  return 1;
 }
 
 __attribute__((noinline)) static size_t overlapping_slow(uintptr_t lo, uintptr_t hi,
@@ -442,6 +458,7 @@ __attribute__((noinline)) static size_t overlapping_slow(uintptr_t lo, uintptr_t
       if (solo) {
         unsigned i = t_solo_next++ % SOLO_CACHE;
         t_solo_last = i;
+        t_solo_hint[solo_hint_slot(lo)] = (uint8_t)i;
         t_solo[i].base = out[0].base;
         t_solo[i].end = out[0].end;
         t_solo[i].rec = out[0].rec;
