@@ -416,8 +416,9 @@ static size_t overlapping_slow(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out,
                                unsigned long now);
 
 /* The memo of regions found alone answers most lookups; everything else is out of line, so
- * that this path saves no registers. */
-size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap) {
+ * that this path saves no registers. Inlined into pg_region_lookup too. */
+static inline __attribute__((always_inline)) size_t overlapping(uintptr_t lo, uintptr_t hi,
+                                                                pg_region_hit_t *out, size_t cap) {
   if (hi <= lo) return 0;
   unsigned long now = atomic_load_explicit(&g_seq, memory_order_acquire);
   /* The entry that answered last (copies go on into the same buffer), then the one hinted for
@@ -438,6 +439,10 @@ size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, 
 hit:
   if (cap) out[0] = (pg_region_hit_t){t_solo[i].rec, t_solo[i].gen, t_solo[i].base, t_solo[i].end};
   return 1;
+}
+
+size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap) {
+  return overlapping(lo, hi, out, cap);
 }
 
 __attribute__((noinline)) static size_t overlapping_slow(uintptr_t lo, uintptr_t hi,
@@ -489,7 +494,7 @@ size_t pg_region_lookup(const void *p, size_t n, pg_lookup_t *lk) {
   lk->hi = hi;
   /* Read first: a writer running meanwhile makes the lookup stale, never a stale one current. */
   lk->version = atomic_load_explicit(&g_seq, memory_order_acquire);
-  lk->total = pg_regions_overlapping(lo, hi, (pg_region_hit_t *)(void *)lk->hits, PG_LOOKUP_HITS);
+  lk->total = overlapping(lo, hi, (pg_region_hit_t *)(void *)lk->hits, PG_LOOKUP_HITS);
   return lk->total;
 }
 
