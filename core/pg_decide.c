@@ -331,6 +331,9 @@ void pg_decide_before_op(pg_op_t *op) {
   keep_pinned_spans(op);
   for (size_t i = 0; i < op->nspans; i++) {
     const pg_span_t *s = &op->spans[i];
+    /* Most spans lie in regions where only this stream has work in flight, or none: their
+     * summaries say so, and settle would find nothing. */
+    if (i < op->nlk && pg_access_quiet_at(&op->lk[i], op->stream)) continue;
     /* The new access must not start before the ones it races with: enforce waits for them on
      * the host (exactly those, never a device-wide sync); during a capture it reports. */
     pg_access_t found[MAX_FOUND];
@@ -343,7 +346,9 @@ void pg_decide_before_op(pg_op_t *op) {
   }
 }
 
-static void begin_accesses(const pg_op_t *op, cudaStream_t stream, const pg_stack_t *st) {
+static inline __attribute__((always_inline)) void begin_accesses(const pg_op_t *op,
+                                                                   cudaStream_t stream,
+                                                                   const pg_stack_t *st) {
   pg_origin_t origin = {.what = op->what, .func = op->func};
   for (size_t i = 0; i < op->nspans; i++) {
     if (op->spans[i].order == PG_SRC_AT_CALL) continue; /* read during the call: done */

@@ -22,10 +22,12 @@ enum { INIT_NONE, INIT_RUNNING, INIT_READY, INIT_DUPLICATE };
 static atomic_int init_state = INIT_NONE;
 
 /* Tracking starts on the first call that wants it: 0 not yet, 1 on, -1 inert for good. */
-static atomic_int tracking_state = 0;
+atomic_int pg_shim_tracking_state = 0;
+#define tracking_state pg_shim_tracking_state
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static __thread bool inside_pinguard;
+__thread bool pg_shim_inside; /* pg_intercept.h: inside pinguard */
+#define inside_pinguard pg_shim_inside
 
 void pg_shim_warn(const char *fmt, ...) {
   char line[512];
@@ -39,14 +41,6 @@ void pg_shim_warn(const char *fmt, ...) {
   line[len++] = '\n';
   pg_write_all(STDERR_FILENO, line, len);
 }
-
-pg_reentry_t pg_shim_enter(void) {
-  pg_reentry_t g = {inside_pinguard};
-  inside_pinguard = true;
-  return g;
-}
-
-void pg_shim_leave(pg_reentry_t g) { inside_pinguard = g.was_inside; }
 
 /* ---- lazy start ----------------------------------------------------------------------------- */
 /* The device operations of the driver, for a process without a dynamic runtime; false if the
@@ -111,7 +105,7 @@ static bool start_tracking(void) {
   return true;
 }
 
-bool pg_shim_start_tracking(void) {
+bool pg_shim_start_tracking_slow(void) {
   if (inside_pinguard) return false;
   if (atomic_load_explicit(&init_state, memory_order_acquire) != INIT_READY) return false;
   int t = atomic_load_explicit(&tracking_state, memory_order_acquire);

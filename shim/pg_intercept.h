@@ -167,11 +167,24 @@ int pg_runtime_version(void);
 
 /* ---- state every interceptor consults ------------------------------------------------------ */
 
+/* The calling thread is inside pinguard (pg_shim_enter), and whether tracking started: 1 on,
+ * -1 inert for good, 0 not yet (pg_init.c). Read inline by every interceptor. */
+extern __thread bool pg_shim_inside;
+extern atomic_int pg_shim_tracking_state;
+
 /* Every CUDA interceptor's first call. Starts tracking on the first call that wants it (resolves
  * the required hooks, fills the device operations, starts core: never from a constructor), then
  * says whether this call is tracked: options say audit or enforce, tracking started, and the
- * calling thread is not already inside pinguard (reentrancy). */
-bool pg_shim_start_tracking(void);
+ * calling thread is not already inside pinguard (reentrancy). Inline once tracking is on
+ * (tracking_state becomes 1 only after initialization was seen complete, which it then stays). */
+bool pg_shim_start_tracking_slow(void);
+static inline bool pg_shim_start_tracking(void) {
+  if (pg_shim_inside) return false;
+  if (__builtin_expect(
+          atomic_load_explicit(&pg_shim_tracking_state, memory_order_acquire) == 1, 1))
+    return true;
+  return pg_shim_start_tracking_slow();
+}
 
 /* True only once tracking has started (never starts it): for the libc interposers, which run
  * in every process and must cost nothing where CUDA is never used. */
@@ -181,7 +194,11 @@ bool pg_shim_tracking(void);
  * pg_shim_leave the thread is inside pinguard, and pinguard's own calls (reports, waits, the
  * events it records) are never tracked. Nests: leave restores what enter found. */
 typedef struct pg_reentry { bool was_inside; } pg_reentry_t;
-pg_reentry_t pg_shim_enter(void);
-void pg_shim_leave(pg_reentry_t r);
+static inline pg_reentry_t pg_shim_enter(void) {
+  pg_reentry_t g = {pg_shim_inside};
+  pg_shim_inside = true;
+  return g;
+}
+static inline void pg_shim_leave(pg_reentry_t r) { pg_shim_inside = r.was_inside; }
 
 #endif /* PG_INTERCEPT_H */

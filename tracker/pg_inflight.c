@@ -180,11 +180,41 @@ static void set_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, visit_fn f
   }
 }
 
-/* r->mu held, at the end of every change to r's owner or to its set's emptiness. */
+/* r->mu held, at the end of every change to r's owner, of every insert into its set and of
+ * the removal that empties it (other removals leave the bound larger than it need be). */
 static void set_quiet(pg_region_rec_t *r) {
   pg_stream_t *ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
   uint32_t q = r->nacc ? 0 : ow ? ow->id : PG_QUIET_EMPTY;
+  /* Seqlock without fences, as the region index's (pg_regions.c): release stores, acquire loads. */
+  atomic_fetch_add_explicit(&r->sum_seq, 1, memory_order_acq_rel);
   atomic_store_explicit(&r->quiet, q, memory_order_release);
+  if (q == 0) {
+    /* Every access starts at or after the first slot's start, and none is longer than maxlen. */
+    atomic_store_explicit(&r->set_owner, ow ? ow->id : 0, memory_order_release);
+    atomic_store_explicit(&r->set_lo, r->sorted[0]->lo, memory_order_release);
+    atomic_store_explicit(&r->set_hi, r->sorted[r->nslots - 1]->lo + r->maxlen,
+                          memory_order_release);
+  }
+  atomic_store_explicit(&r->sum_seq, atomic_load_explicit(&r->sum_seq, memory_order_relaxed) + 1,
+                        memory_order_release);
+}
+
+/* A conflict check of [lo, hi) from stream st, without r's lock: true when r's summary says that
+ * nothing there can be another stream's access overlapping the range (quiet, or the set's
+ * accesses all outside it with no other stream owning r). False: look under the lock. */
+static inline bool summary_clear(const pg_region_rec_t *r, uintptr_t lo, uintptr_t hi,
+                                 const pg_stream_t *st) {
+  uint32_t q = atomic_load_explicit(&r->quiet, memory_order_acquire);
+  if (q == PG_QUIET_EMPTY || q == st->id) return true;
+  if (q != 0) return false; /* another stream owns r, with nothing in the set */
+  unsigned s = atomic_load_explicit(&r->sum_seq, memory_order_acquire);
+  if (s & 1) return false;
+  bool clear = atomic_load_explicit(&r->quiet, memory_order_acquire) == 0;
+  uint32_t ow = atomic_load_explicit(&r->set_owner, memory_order_acquire);
+  uintptr_t slo = atomic_load_explicit(&r->set_lo, memory_order_acquire);
+  uintptr_t shi = atomic_load_explicit(&r->set_hi, memory_order_acquire);
+  if (atomic_load_explicit(&r->sum_seq, memory_order_relaxed) != s) return false;
+  return clear && (ow == 0 || ow == st->id) && (hi <= slo || lo >= shi);
 }
 
 bool pg_inflight_remove(pg_acc_t *a) {
@@ -209,20 +239,12 @@ static void own_push(pg_region_rec_t *r, pg_acc_t *a) {
   atomic_store_explicit(&a->where, PG_IN_OWN, memory_order_relaxed);
 }
 
-void pg_inflight_own_unlink(pg_acc_t *a) {
-  pg_region_rec_t *r = a->region;
-  if (a->slot_prev) a->slot_prev->slot_next = a->slot_next;
-  else r->own_head = a->slot_next;
-  if (a->slot_next) a->slot_next->slot_prev = a->slot_prev;
-  atomic_store_explicit(&a->where, PG_IN_NONE, memory_order_relaxed);
-}
-
 /* r->mu held: the owner (if any) gives its list up; each access moves into the set (where any
  * stream's checks find them sorted). On out of memory the rest stays on the list, still owned. */
 static void own_disown(pg_region_rec_t *r) {
   pg_stream_t *ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
   if (!ow) return;
-  pthread_mutex_lock(&ow->mu);
+  pg_lock(&ow->mu);
   while (r->own_head) {
     pg_acc_t *a = r->own_head;
     r->own_head = a->slot_next;
@@ -237,7 +259,7 @@ static void own_disown(pg_region_rec_t *r) {
     atomic_store_explicit(&a->where, PG_IN_SET, memory_order_relaxed);
   }
   if (!r->own_head) atomic_store_explicit(&r->owner, NULL, memory_order_relaxed);
-  pthread_mutex_unlock(&ow->mu);
+  pg_unlock(&ow->mu);
   set_quiet(r);
 }
 
@@ -245,12 +267,12 @@ static void clear_region(pg_region_rec_t *r, bool child) {
   pthread_mutex_lock(&r->mu);
   pg_stream_t *ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
   if (ow) { /* its accesses stay on their FIFO, indexed nowhere */
-    if (!child) pthread_mutex_lock(&ow->mu);
+    if (!child) pg_lock(&ow->mu);
     for (pg_acc_t *a = r->own_head; a; a = a->slot_next)
       atomic_store_explicit(&a->where, PG_IN_NONE, memory_order_relaxed);
     r->own_head = NULL;
     atomic_store_explicit(&r->owner, NULL, memory_order_relaxed);
-    if (!child) pthread_mutex_unlock(&ow->mu);
+    if (!child) pg_unlock(&ow->mu);
   }
   hash_drop(r);
   for (size_t i = 0; i < r->nslots; i++) free(r->sorted[i]);
@@ -284,7 +306,7 @@ static atomic_ulong g_next_acc_id = 1;
 /* st->mu held, a new access on the FIFO: indexes it on its region's owner list when st owns the
  * region (claiming an unowned one if its lock is free: st->mu is held, so only a try), else
  * leaves it PG_IN_PENDING for the set, which needs the region's lock (taken after st->mu). */
-static void index_owned(pg_stream_t *st, pg_acc_t *a) {
+static inline __attribute__((always_inline)) void index_owned(pg_stream_t *st, pg_acc_t *a) {
   pg_region_rec_t *r = a->region;
   if (LD(r->gen) != a->region_gen) {
     atomic_store_explicit(&a->where, PG_IN_NONE, memory_order_relaxed);
@@ -303,9 +325,13 @@ static void index_owned(pg_stream_t *st, pg_acc_t *a) {
   else atomic_store_explicit(&a->where, PG_IN_PENDING, memory_order_relaxed);
 }
 
-static int begin(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t nh,
-                 pg_dir_t dir, cudaStream_t stream, const pg_origin_t *origin,
-                 const pg_stack_t *stack);
+/* Inlined into both entry points: the call between them cost a prologue and eight arguments
+ * per copy. */
+static inline __attribute__((always_inline)) int begin(uintptr_t lo, uintptr_t hi,
+                                                       const pg_region_hit_t *hits, size_t nh,
+                                                       pg_dir_t dir, cudaStream_t stream,
+                                                       const pg_origin_t *origin,
+                                                       const pg_stack_t *stack);
 
 int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
                     const pg_origin_t *origin, const pg_stack_t *stack) {
@@ -325,9 +351,11 @@ int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
   return begin(lk->lo, lk->hi, hits, nh, dir, stream, origin, stack);
 }
 
-static int begin(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t nh,
-                 pg_dir_t dir, cudaStream_t stream, const pg_origin_t *origin,
-                 const pg_stack_t *stack) {
+static inline __attribute__((always_inline)) int begin(uintptr_t lo, uintptr_t hi,
+                                                       const pg_region_hit_t *hits, size_t nh,
+                                                       pg_dir_t dir, cudaStream_t stream,
+                                                       const pg_origin_t *origin,
+                                                       const pg_stack_t *stack) {
   if (nh > MAX_PIECES) nh = MAX_PIECES;
   /* One piece per region, clipped so that no byte is tracked twice when regions overlap. */
   uintptr_t plo[MAX_PIECES], phi[MAX_PIECES], cur = lo;
@@ -351,7 +379,7 @@ static int begin(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t
   bool hook = pg_hook_begin != NULL;
   pg_acc_t *later = NULL;
   size_t retired = 0;
-  pthread_mutex_lock(&st->mu);
+  pg_lock(&st->mu);
   /* Polling the FIFO head costs an event query; once every few begins keeps the FIFO short. */
   if (++st->begins_since_poll >= 8) {
     st->begins_since_poll = 0;
@@ -420,7 +448,7 @@ static int begin(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t
     accs[ok] = a;
   }
   if (ok) pg_stream_clock_changed(st);
-  pthread_mutex_unlock(&st->mu);
+  pg_unlock(&st->mu);
   if (later) pg_stream_retire_finish(st, later);
   if (retired) atomic_fetch_sub_explicit(&pg_inflight_total, retired, memory_order_relaxed);
   atomic_fetch_add_explicit(&pg_inflight_total, ok, memory_order_relaxed);
@@ -511,9 +539,9 @@ static void region_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, collect
   /* The owner's own list: ordered before a new access on its own stream, so a conflict check
    * from there skips it; everything else looks. */
   if (ow && !(c->mode == 2 && ow == c->st)) {
-    pthread_mutex_lock(&ow->mu);
+    pg_lock(&ow->mu);
     if (atomic_load_explicit(&r->owner, memory_order_relaxed) == ow) own_visit(r, lo, hi, c);
-    pthread_mutex_unlock(&ow->mu);
+    pg_unlock(&ow->mu);
   }
 }
 
@@ -537,8 +565,7 @@ static size_t query_hits(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits
       /* A conflict check need not wait for a change under way on another thread (that
        * thread's op is concurrent with this one): the region's summary, written at the end of
        * each change, says whether anything here could be another stream's. */
-      uint32_t q = atomic_load_explicit(&r->quiet, memory_order_acquire);
-      if (q == PG_QUIET_EMPTY || q == c->st->id) continue;
+      if (summary_clear(r, lo, hi, c->st)) continue;
     }
     pthread_mutex_lock(&r->mu);
     if (LD(r->gen) == hits[i].gen) region_visit(r, lo, hi, c);
@@ -570,6 +597,17 @@ size_t pg_access_conflicts_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t 
   size_t nh;
   const pg_region_hit_t *hits = pg_regions_of_lookup(lk, buf, MAX_PIECES, &nh);
   return query_hits(lk->lo, lk->hi, hits, nh, &c);
+}
+
+bool pg_access_quiet_at(const pg_lookup_t *lk, cudaStream_t stream) {
+  if (lk->hi <= lk->lo) return true;
+  if (!pg_lookup_current(lk)) return false;
+  pg_stream_t *st = pg_stream_get(stream);
+  if (!st) return true; /* untracked stream: pg_access_conflicts_at finds nothing either */
+  /* query_hits' first test for each region, without its lock or its call. */
+  for (size_t i = 0; i < lk->total; i++)
+    if (!summary_clear(lk->hits[i].rec, lk->lo, lk->hi, st)) return false;
+  return true;
 }
 
 bool pg_access_wait(const pg_access_t *a) {

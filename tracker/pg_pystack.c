@@ -230,10 +230,16 @@ static void walk(const layout_t *L, reader_t *r, uintptr_t ts, pg_stack_t *out) 
   out->py_depth = (uint8_t)n;
 }
 
+static void capture_with(const layout_t *L, pg_stack_t *out);
+
+/* Most processes are not Python: one load and out, with the reader's frame out of line. */
 void pg_pystack_capture(pg_stack_t *out) {
   out->py_depth = 0;
   const layout_t *L = g_layout;
-  if (!L) return;
+  if (L) capture_with(L, out);
+}
+
+__attribute__((noinline)) static void capture_with(const layout_t *L, pg_stack_t *out) {
   /* The TSS slot the interpreter keeps for each of its threads (PyGILState's): it holds the
    * thread's own state whether or not the thread holds the GIL right now, which a ctypes call
    * or a torch op has released. Reading it is pthread_getspecific: no lock, no allocation

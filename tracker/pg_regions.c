@@ -30,7 +30,8 @@ typedef struct ix_node {
 
 static _Atomic(ix_node_t *) g_root;
 static atomic_size_t g_n;
-static atomic_ulong g_seq;       /* odd while a writer is changing the index */
+atomic_ulong pg_regions_seq;     /* odd while a writer is changing the index */
+#define g_seq pg_regions_seq
 static atomic_ulong g_next_id = 1;
 static pthread_mutex_t g_wmu = PTHREAD_MUTEX_INITIALIZER;
 static pg_region_rec_t *g_by_base; /* uthash: newest registration for each exact base */
@@ -364,6 +365,14 @@ static __thread struct {
   uint64_t gen;
 } t_solo[SOLO_CACHE];
 static __thread unsigned t_solo_next, t_solo_last;
+/* Which entry answered last for ranges starting in the same 64 KiB (hashed): a copy cycling over
+ * many buffers finds its entry at once instead of scanning the memo. A hint only: the entry is
+ * checked as any other. */
+#define SOLO_HINTS 64
+static __thread uint8_t t_solo_hint[SOLO_HINTS];
+static inline unsigned solo_hint_slot(uintptr_t lo) {
+  return (unsigned)((lo >> 16) ^ (lo >> 22)) % SOLO_HINTS;
+}
 
 #define MEMO_HITS 4
 static __thread struct {
@@ -403,18 +412,42 @@ static size_t walk(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap)
   return total;
 }
 
-size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap) {
+static size_t overlapping_slow(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap,
+                               unsigned long now);
+
+/* The memo of regions found alone answers most lookups; everything else is out of line, so
+ * that this path saves no registers. Inlined into pg_region_lookup too. */
+static inline __attribute__((always_inline)) size_t overlapping(uintptr_t lo, uintptr_t hi,
+                                                                pg_region_hit_t *out, size_t cap) {
   if (hi <= lo) return 0;
   unsigned long now = atomic_load_explicit(&g_seq, memory_order_acquire);
-  /* The entry that answered last first: one copy asks about the same span three times. */
-  for (unsigned k = 0, i = t_solo_last; k <= SOLO_CACHE; i = k++) {
+  /* The entry that answered last (copies go on into the same buffer), then the one hinted for
+   * this address, then the rest. */
+  unsigned i = t_solo_last;
+  if (__builtin_expect(t_solo[i].seq == now && t_solo[i].base <= lo && hi <= t_solo[i].end, 1))
+    goto hit;
+  unsigned hint = solo_hint_slot(lo);
+  for (unsigned k = 0; k <= SOLO_CACHE; k++) {
+    i = k == 0 ? t_solo_hint[hint] : k - 1;
     if (t_solo[i].seq == now && t_solo[i].base <= lo && hi <= t_solo[i].end) {
       t_solo_last = i;
-      if (cap) out[0] = (pg_region_hit_t){t_solo[i].rec, t_solo[i].gen, t_solo[i].base,
-                                          t_solo[i].end};
-      return 1;
+      t_solo_hint[hint] = (uint8_t)i;
+      goto hit;
     }
   }
+  return overlapping_slow(lo, hi, out, cap, now);
+hit:
+  if (cap) out[0] = (pg_region_hit_t){t_solo[i].rec, t_solo[i].gen, t_solo[i].base, t_solo[i].end};
+  return 1;
+}
+
+size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap) {
+  return overlapping(lo, hi, out, cap);
+}
+
+__attribute__((noinline)) static size_t overlapping_slow(uintptr_t lo, uintptr_t hi,
+                                                         pg_region_hit_t *out, size_t cap,
+                                                         unsigned long now) {
   if (t_memo.valid && t_memo.lo == lo && t_memo.hi == hi && t_memo.seq == now) {
     size_t k = t_memo.total < cap ? t_memo.total : cap;
     memcpy(out, t_memo.hits, k * sizeof(*out));
@@ -430,6 +463,7 @@ size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, 
       if (solo) {
         unsigned i = t_solo_next++ % SOLO_CACHE;
         t_solo_last = i;
+        t_solo_hint[solo_hint_slot(lo)] = (uint8_t)i;
         t_solo[i].base = out[0].base;
         t_solo[i].end = out[0].end;
         t_solo[i].rec = out[0].rec;
@@ -460,17 +494,12 @@ size_t pg_region_lookup(const void *p, size_t n, pg_lookup_t *lk) {
   lk->hi = hi;
   /* Read first: a writer running meanwhile makes the lookup stale, never a stale one current. */
   lk->version = atomic_load_explicit(&g_seq, memory_order_acquire);
-  lk->total = pg_regions_overlapping(lo, hi, (pg_region_hit_t *)(void *)lk->hits, PG_LOOKUP_HITS);
+  lk->total = overlapping(lo, hi, (pg_region_hit_t *)(void *)lk->hits, PG_LOOKUP_HITS);
   return lk->total;
 }
 
-const pg_region_hit_t *pg_regions_of_lookup(const pg_lookup_t *lk, pg_region_hit_t *out,
-                                            size_t cap, size_t *total) {
-  if (lk->total <= PG_LOOKUP_HITS && !(lk->version & 1) &&
-      lk->version == atomic_load_explicit(&g_seq, memory_order_acquire)) {
-    *total = lk->total;
-    return (const pg_region_hit_t *)(const void *)lk->hits;
-  }
+const pg_region_hit_t *pg_regions_of_lookup_slow(const pg_lookup_t *lk, pg_region_hit_t *out,
+                                                 size_t cap, size_t *total) {
   *total = pg_regions_overlapping(lk->lo, lk->hi, out, cap);
   return out;
 }

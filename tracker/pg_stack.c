@@ -174,6 +174,25 @@ static unsigned unwind(void *ret, void **pc, unsigned skip, unsigned max_depth) 
   return n;
 }
 
+/* A walk of n frames that broke at `last`: redone by the unwinder from `ret` (the capture's
+ * return address); where the unwinder finds nothing more but end frames, the break point is
+ * remembered as a dead end. Returns the depth. Out of line, so that the common capture keeps a
+ * small frame. */
+__attribute__((noinline)) static unsigned redo_walk(pg_stack_t *out, unsigned n, uintptr_t last,
+                                                    void *ret, unsigned skip,
+                                                    unsigned max_depth) {
+  void *pc[PG_STACK_MAX];
+  unsigned m = unwind(ret, pc, skip, max_depth);
+  bool gained = false;
+  for (unsigned i = n; i < m && !gained; i++) gained = !walk_may_end_at((uintptr_t)pc[i]);
+  if (!gained) t_dead_end[dead_end_slot(last)] = last;
+  if (m > n) {
+    memcpy(out->pc, pc, m * sizeof *pc);
+    n = m;
+  }
+  return n;
+}
+
 /* noinline: the walk starts from this function's own frame, whose return address is pc[0]. */
 __attribute__((noinline)) void pg_stack_capture(pg_stack_t *out, unsigned skip,
                                                 unsigned max_depth) {
@@ -203,17 +222,7 @@ __attribute__((noinline)) void pg_stack_capture(pg_stack_t *out, unsigned skip,
     /* The walk broke in a frame without a frame pointer (libffi, a library built with
      * -fomit-frame-pointer): what it has not reached may be the caller's own code, so ask the
      * unwinder, which reads the unwind tables instead. */
-    if (broken) {
-      void *pc[PG_STACK_MAX];
-      unsigned m = unwind(__builtin_return_address(0), pc, skip, max_depth);
-      bool gained = false;
-      for (unsigned i = n; i < m && !gained; i++) gained = !walk_may_end_at((uintptr_t)pc[i]);
-      if (!gained) t_dead_end[dead_end_slot(last)] = last;
-      if (m > n) {
-        memcpy(out->pc, pc, m * sizeof *pc);
-        n = m;
-      }
-    }
+    if (broken) n = redo_walk(out, n, last, __builtin_return_address(0), skip, max_depth);
     out->depth = (uint8_t)n;
   }
   pg_pystack_capture(out);

@@ -1,10 +1,22 @@
 /* pg_streams.c: happens-before between streams and the host, with vector clocks as in
  * PyTorch's CUDA sanitizer: dense stream ids, per-stream sequence numbers, per-stream clocks,
  * recorded events' clock snapshots, the host's clock, and per-stream FIFO retirement. */
+#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "pg_tracker_internal.h"
+
+/* ---- the stream lock's slow paths (pg_lock.h) ----------------------------------------------- */
+void pg_lock_wait(pg_lock_t *l) {
+  /* Marked contended (2) whoever holds it, so that its release wakes a sleeper. */
+  while (atomic_exchange_explicit(&l->v, 2, memory_order_acquire) != 0)
+    syscall(SYS_futex, &l->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+}
+
+void pg_lock_wake(pg_lock_t *l) { syscall(SYS_futex, &l->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
 
 _Atomic uint64_t pg_host_clock[PG_MAX_STREAMS];
 _Atomic(pg_stream_t *) pg_streams_by_id[PG_MAX_STREAMS];
@@ -19,15 +31,8 @@ _Atomic uint64_t pg_legacy_version[PG_MAX_DEVICES];
 static pthread_rwlock_t g_map_lock = PTHREAD_RWLOCK_INITIALIZER;
 static pg_stream_t *g_map;
 static pg_stream_t *g_free_streams;
-static atomic_ulong g_map_gen;     /* bumped on destroy: invalidates the thread caches */
-/* A thread usually enqueues on a handful of streams: a small direct-mapped cache of
- * handle -> state keeps the map's lock off the per-copy path. */
-#define STREAM_CACHE 8
-static __thread struct {
-  cudaStream_t h;
-  pg_stream_t *st;
-  unsigned long gen;
-} t_cache[STREAM_CACHE];
+atomic_ulong pg_stream_map_gen;    /* bumped on destroy: invalidates the thread caches */
+__thread pg_stream_cache_t pg_stream_cache[PG_STREAM_CACHE];
 /* The calling thread's per-thread default streams, one per device (allocated at first use). */
 static __thread pg_stream_t **t_per_thread;
 static pthread_key_t g_ptds_key;
@@ -100,7 +105,7 @@ static pg_stream_t *stream_new(cudaStream_t h, bool blocking, bool legacy, int d
   pg_stream_t *st = g_free_streams;
   if (st) {
     g_free_streams = st->next_free;
-    pthread_mutex_lock(&st->mu);
+    pg_lock(&st->mu);
     /* Its idle events belong to its old device: a stream of another device cannot record them.
      * Drained, so every event it owns is idle in the pool. */
     if (LD(st->device) != device) {
@@ -113,13 +118,13 @@ static pg_stream_t *stream_new(cudaStream_t h, bool blocking, bool legacy, int d
     pg_atomic_max(&pg_host_clock[st->id], own);
     for (unsigned i = 0; i < PG_MAX_STREAMS; i++)
       if (i != st->id) ST(st->vc[i], 0);
-    pthread_mutex_unlock(&st->mu);
+    pg_unlock(&st->mu);
   } else {
     unsigned id = LD(pg_nids);
     if (id >= PG_MAX_STREAMS) return NULL;
     st = calloc(1, sizeof(*st));
     if (!st) return NULL;
-    pthread_mutex_init(&st->mu, NULL);
+    atomic_init(&st->mu.v, 0);
     st->id = id;
     atomic_store_explicit(&pg_streams_by_id[id], st, memory_order_release);
     atomic_store_explicit(&pg_nids, id + 1, memory_order_release);
@@ -192,22 +197,19 @@ static pg_stream_t *lookup_or_add(cudaStream_t s, int known_flags, unsigned flag
   return st;
 }
 
-pg_stream_t *pg_stream_get(cudaStream_t s) {
+pg_stream_t *pg_stream_get_slow(cudaStream_t s) {
   if (s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread) {
     int device = pg_current_device();
     if (device >= PG_MAX_DEVICES) return NULL;
     return s == cudaStreamPerThread ? per_thread_stream(device) : legacy_stream(device);
   }
-  unsigned long gen = atomic_load_explicit(&g_map_gen, memory_order_acquire);
-  uintptr_t k = (uintptr_t)s;
-  unsigned slot = (unsigned)((k >> 4) ^ (k >> 12)) % STREAM_CACHE;
-  if (t_cache[slot].st && t_cache[slot].h == s && t_cache[slot].gen == gen)
-    return t_cache[slot].st;
+  unsigned long gen = atomic_load_explicit(&pg_stream_map_gen, memory_order_acquire);
   pg_stream_t *st = lookup_or_add(s, 0, 0);
   if (st) {
-    t_cache[slot].h = s;
-    t_cache[slot].st = st;
-    t_cache[slot].gen = gen;
+    pg_stream_cache_t *c = &pg_stream_cache[pg_stream_cache_slot(s)];
+    c->h = s;
+    c->st = st;
+    c->gen = gen;
   }
   return st;
 }
@@ -274,15 +276,10 @@ static void join_into(pg_stream_t *st, const _Atomic uint64_t *src, unsigned n) 
   }
 }
 
-void pg_stream_clock_changed(pg_stream_t *st) {
-  if (LD(st->legacy))
-    atomic_fetch_add_explicit(&pg_legacy_version[LD(st->device)], 1, memory_order_relaxed);
-}
-
 /* The implicit ordering holds among the streams of one device: a device's legacy stream and its
- * blocking streams. Another device's legacy stream orders nothing here. */
-void pg_stream_legacy_sync(pg_stream_t *st) {
-  if (!LD(st->blocking)) return;
+ * blocking streams. Another device's legacy stream orders nothing here. (st is blocking: the
+ * inline pg_stream_legacy_sync tested it.) */
+void pg_stream_legacy_sync_blocking(pg_stream_t *st) {
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
   if (LD(st->legacy)) { /* legacy work waits for all prior work on its device's blocking streams */
     for (unsigned id = 1; id < n; id++) {
@@ -307,8 +304,7 @@ void pg_host_learn(uint32_t id, uint64_t seq) {
   if (id && id < PG_MAX_STREAMS) pg_atomic_max(&pg_host_clock[id], seq);
 }
 
-bool pg_acc_complete(const pg_acc_t *a) {
-  if (LD(pg_host_clock[a->pub.stream_id]) >= a->pub.seq) return true;
+bool pg_acc_complete_query(const pg_acc_t *a) {
   if (pg_t_in_hostfn) return false; /* no CUDA call inside a host function */
   if (pg_ops.event_query(a->pub.event) != PG_DEV_OK) return false;
   pg_host_learn(a->pub.stream_id, a->pub.seq); /* a stream completes in order */
@@ -341,11 +337,7 @@ static bool create_event_on(int device, cudaEvent_t *e) {
   return ok;
 }
 
-bool pg_stream_take_event(pg_stream_t *st, cudaEvent_t *e) {
-  if (st->npool) {
-    *e = st->pool[--st->npool];
-    return true;
-  }
+bool pg_stream_take_event_new(pg_stream_t *st, cudaEvent_t *e) {
   if (st->nevents >= st->cap_pool) {
     size_t cap = st->cap_pool ? st->cap_pool * 2 : 16;
     cudaEvent_t *p = realloc(st->pool, cap * sizeof(*p));
@@ -358,24 +350,15 @@ bool pg_stream_take_event(pg_stream_t *st, cudaEvent_t *e) {
   return true;
 }
 
-void pg_stream_give_event(pg_stream_t *st, cudaEvent_t e) {
-  if (st->npool < st->cap_pool) st->pool[st->npool++] = e; /* always: cap_pool >= nevents */
-}
-
-pg_acc_t *pg_stream_alloc_acc(pg_stream_t *st) {
-  pg_acc_t *a = st->free_accs;
-  if (a) st->free_accs = a->fifo_next;
-  else a = malloc(sizeof(*a));
-  return a;
-}
+pg_acc_t *pg_stream_alloc_acc_new(void) { return malloc(sizeof(pg_acc_t)); }
 
 /* ---- retirement ------------------------------------------------------------------------------- */
 static void maybe_recycle(pg_stream_t *st) {
   if (!LD(st->dead) || LD(st->legacy)) return;
   pthread_rwlock_wrlock(&g_map_lock);
-  pthread_mutex_lock(&st->mu);
+  pg_lock(&st->mu);
   bool drained = st->fifo_head == NULL;
-  pthread_mutex_unlock(&st->mu);
+  pg_unlock(&st->mu);
   if (drained && LD(st->dead) && !st->recycled) {
     st->recycled = true;
     st->next_free = g_free_streams;
@@ -429,20 +412,20 @@ void pg_stream_retire_finish(pg_stream_t *st, pg_acc_t *later) {
                 pg_inflight_remove(a);
     if (live && a->hooked) pg_hook_retire(a->hook_lo, a->hook_hi, a->pub.dir, pg_hook_ctx);
   }
-  pthread_mutex_lock(&st->mu);
+  pg_lock(&st->mu);
   while (later) {
     pg_acc_t *next = later->fifo_next;
     recycle(st, later);
     later = next;
   }
-  pthread_mutex_unlock(&st->mu);
+  pg_unlock(&st->mu);
 }
 
 void pg_stream_retire(pg_stream_t *st, size_t max) {
   pg_acc_t *later = NULL;
-  pthread_mutex_lock(&st->mu);
+  pg_lock(&st->mu);
   size_t done = pg_stream_retire_locked(st, max, &later);
-  pthread_mutex_unlock(&st->mu);
+  pg_unlock(&st->mu);
   if (later) pg_stream_retire_finish(st, later);
   if (done) atomic_fetch_sub_explicit(&pg_inflight_total, done, memory_order_relaxed);
   if (LD(st->dead)) maybe_recycle(st);
@@ -472,20 +455,20 @@ static void host_learn_all(const uint64_t *snap, unsigned n) {
 void pg_hb_enqueue(cudaStream_t s) {
   pg_stream_t *st = pg_stream_get(s);
   if (!st) return;
-  pthread_mutex_lock(&st->mu);
+  pg_lock(&st->mu);
   pg_stream_legacy_sync(st);
-  pthread_mutex_unlock(&st->mu);
+  pg_unlock(&st->mu);
 }
 
 void pg_hb_event_record(cudaEvent_t e, cudaStream_t s) {
   pg_stream_t *st = pg_stream_get(s);
   if (!st || !e) return;
   uint64_t clock[PG_MAX_STREAMS];
-  pthread_mutex_lock(&st->mu);
+  pg_lock(&st->mu);
   pg_stream_legacy_sync(st); /* recording is an op: under legacy rules it waits too */
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
   for (unsigned i = 0; i < n; i++) clock[i] = LD(st->vc[i]);
-  pthread_mutex_unlock(&st->mu);
+  pg_unlock(&st->mu);
 
   pthread_mutex_lock(&g_ev_mu);
   ev_snap_t *ev = NULL;
@@ -534,13 +517,13 @@ void pg_hb_stream_wait_event(cudaStream_t s, cudaEvent_t e) {
   unsigned n = event_clock(e, clock);
   pg_stream_t *st = pg_stream_get(s);
   if (!st) return;
-  pthread_mutex_lock(&st->mu);
+  pg_lock(&st->mu);
   pg_stream_legacy_sync(st);
   hostfn_note_join(st, clock, NULL, n);
   for (unsigned i = 1; i < n; i++)
     if (clock[i] > LD(st->vc[i])) ST(st->vc[i], clock[i]);
   pg_stream_clock_changed(st);
-  pthread_mutex_unlock(&st->mu);
+  pg_unlock(&st->mu);
 }
 
 void pg_hb_event_completed(cudaEvent_t e) {
@@ -569,7 +552,7 @@ void pg_hb_stream_destroyed(cudaStream_t s) {
   if (st) {
     HASH_DEL(g_map, st);
     ST(st->dead, true);
-    atomic_fetch_add_explicit(&g_map_gen, 1, memory_order_release);
+    atomic_fetch_add_explicit(&pg_stream_map_gen, 1, memory_order_release);
   }
   pthread_rwlock_unlock(&g_map_lock);
   if (st) pg_stream_retire(st, 0); /* recycles it once its work has drained */
@@ -580,9 +563,9 @@ void pg_hb_sync_prepare(cudaStream_t s) {
   pg_stream_t *st = pg_stream_get(s);
   if (!st) return;
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
-  pthread_mutex_lock(&st->mu);
+  pg_lock(&st->mu);
   for (unsigned i = 0; i < n; i++) t_snap[i] = LD(st->vc[i]);
-  pthread_mutex_unlock(&st->mu);
+  pg_unlock(&st->mu);
   t_snap_n = n;
 }
 
@@ -622,7 +605,7 @@ cudaError_t pg_hb_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *),
   if (!rec) return enqueue(arg);
   /* Under the lock that orders completion events too: an access recorded after this point gets
    * a later sequence number, exactly as the runtime queues it after the host function. */
-  pthread_mutex_lock(&st->mu);
+  pg_lock(&st->mu);
   pg_stream_legacy_sync(st);
   cudaError_t err = enqueue(arg);
   if (err == cudaSuccess) {
@@ -647,7 +630,7 @@ cudaError_t pg_hb_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *),
     pthread_mutex_unlock(&g_hf_mu);
     *pos = (pg_hostfn_pos_t){st->id, seq, rec};
   }
-  pthread_mutex_unlock(&st->mu);
+  pg_unlock(&st->mu);
   if (err != cudaSuccess) free(rec);
   return err;
 }
@@ -701,8 +684,8 @@ static void each_stream(void (*fn)(pg_stream_t *)) {
     if (st) fn(st);
   }
 }
-static void lock_stream(pg_stream_t *st) { pthread_mutex_lock(&st->mu); }
-static void unlock_stream(pg_stream_t *st) { pthread_mutex_unlock(&st->mu); }
+static void lock_stream(pg_stream_t *st) { pg_lock(&st->mu); }
+static void unlock_stream(pg_stream_t *st) { pg_unlock(&st->mu); }
 
 /* The child has no GPU work in flight: every access is dropped (its event belongs to the
  * parent's context, so it is forgotten, not destroyed) and the host knows all of it complete. */
@@ -723,7 +706,7 @@ static void reset_stream(pg_stream_t *st) {
   st->npool = 0;
   st->nevents = 0;
   pg_atomic_max(&pg_host_clock[st->id], LD(st->vc[st->id]));
-  pthread_mutex_unlock(&st->mu);
+  pg_unlock(&st->mu);
 }
 
 void pg_streams_lock_map(bool lock) {

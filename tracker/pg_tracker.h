@@ -118,6 +118,10 @@ size_t pg_access_conflicts(const void *p, size_t n, pg_dir_t dir, cudaStream_t s
                            pg_access_t *out, size_t cap);
 size_t pg_access_conflicts_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
                               pg_access_t *out, size_t cap);
+/* The common case of pg_access_conflicts_at, from the regions' summaries alone (no lock): true
+ * when it would certainly return 0 (nothing in flight in lk's regions but stream's own
+ * accesses); false when the full check must run. */
+bool pg_access_quiet_at(const pg_lookup_t *lk, cudaStream_t stream);
 /* Blocks until the access *a completed (its event), then retires it. False: the event could not
  * be waited for. */
 bool pg_access_wait(const pg_access_t *a);

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "pg_lock.h"
 #include "pg_tracker.h"
 
 #define HASH_NONFATAL_OOM 1
@@ -55,6 +56,13 @@ struct pg_region_rec {
    * when nothing is in flight here (no owner, empty set), the owner's id when the set is empty
    * (only the owner's accesses, on its list), 0 otherwise. */
   _Atomic uint32_t quiet;
+  /* With quiet 0 (accesses in the set): a bound on where they lie, [set_lo, set_hi), and the
+   * owner's id then (0: none), so that a check of a range outside the bound, from the owner's
+   * stream or with no owner, takes no lock either. Written with quiet, under mu, between two
+   * moves of sum_seq (odd while they are written); readers take a consistent snapshot or look. */
+  atomic_uint sum_seq;
+  _Atomic uint32_t set_owner;
+  _Atomic uintptr_t set_lo, set_hi;
   pthread_mutex_t mu;          /* protects everything below */
   /* in-flight set: slots (one per distinct access start) sorted by lo, and hashed by lo once
    * there are many (PG_HASH_SLOTS) */
@@ -83,9 +91,27 @@ typedef struct pg_region_hit {
 
 /* Regions overlapping [lo, hi), ascending by base; fills min(total, cap), returns total. */
 size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap);
+/* The region index's sequence number: odd while a writer is changing it; every change moves
+ * it, and it never repeats. */
+extern atomic_ulong pg_regions_seq;
+/* Whether lookup lk is still current: no region was pinned or unpinned since it was made, and
+ * it holds every region it found. */
+static inline bool pg_lookup_current(const pg_lookup_t *lk) {
+  return lk->total <= PG_LOOKUP_HITS && !(lk->version & 1) &&
+         lk->version == atomic_load_explicit(&pg_regions_seq, memory_order_acquire);
+}
 /* The regions overlapping lk's span (hits are lk's own while it is current, else out's). */
-const pg_region_hit_t *pg_regions_of_lookup(const pg_lookup_t *lk, pg_region_hit_t *out,
-                                            size_t cap, size_t *total);
+const pg_region_hit_t *pg_regions_of_lookup_slow(const pg_lookup_t *lk, pg_region_hit_t *out,
+                                                 size_t cap, size_t *total);
+static inline const pg_region_hit_t *pg_regions_of_lookup(const pg_lookup_t *lk,
+                                                          pg_region_hit_t *out, size_t cap,
+                                                          size_t *total) {
+  if (__builtin_expect(pg_lookup_current(lk), 1)) {
+    *total = lk->total;
+    return (const pg_region_hit_t *)(const void *)lk->hits;
+  }
+  return pg_regions_of_lookup_slow(lk, out, cap, total);
+}
 /* Calls fn on every region record ever allocated (fork handlers). */
 void pg_regions_for_each_rec(void (*fn)(pg_region_rec_t *));
 void pg_regions_lock_writer(void);
@@ -133,7 +159,13 @@ void pg_inflight_clear_region_child(pg_region_rec_t *rec);
  * meanwhile (the region's removal ended the access's bookkeeping, guard pages included). */
 bool pg_inflight_remove(pg_acc_t *a);
 /* a's stream's lock held, a on its region's owner list: takes it off. */
-void pg_inflight_own_unlink(pg_acc_t *a);
+static inline void pg_inflight_own_unlink(pg_acc_t *a) {
+  pg_region_rec_t *r = a->region;
+  if (a->slot_prev) a->slot_prev->slot_next = a->slot_next;
+  else r->own_head = a->slot_next;
+  if (a->slot_next) a->slot_next->slot_prev = a->slot_prev;
+  atomic_store_explicit(&a->where, PG_IN_NONE, memory_order_relaxed);
+}
 
 /* ---- streams and vector clocks (pg_streams.c) --------------------------------------------- */
 /* Type-stable and bound to one dense id for life; recycled for a new stream once the old one
@@ -146,7 +178,7 @@ struct pg_stream {
   atomic_bool dead;            /* destroyed (or its thread exited); recycled once drained */
   atomic_int device;           /* the device it belongs to (its events are created there) */
   bool recycled;               /* on the free list (stream map lock) */
-  pthread_mutex_t mu;          /* protects the FIFO, pools, and writes to vc */
+  pg_lock_t mu;                /* protects the FIFO, pools, and writes to vc (pg_lock.h) */
   _Atomic uint64_t vc[PG_MAX_STREAMS]; /* vc[id] is this stream's own sequence */
   uint64_t legacy_seen;        /* legacy stream clock version last joined */
   pg_acc_t *fifo_head, *fifo_tail;
@@ -172,22 +204,72 @@ extern _Atomic uint64_t pg_legacy_version[PG_MAX_DEVICES];
 
 /* The state for a stream handle (0 and cudaStreamLegacy are the current device's legacy stream,
  * cudaStreamPerThread the calling thread's on the current device); NULL when out of ids or
- * memory, or the device is beyond PG_MAX_DEVICES. */
-pg_stream_t *pg_stream_get(cudaStream_t s);
+ * memory, or the device is beyond PG_MAX_DEVICES. Inline: a thread usually enqueues on a
+ * handful of streams, so a small direct-mapped per-thread cache of handle -> state (valid while
+ * no stream was destroyed since it was filled) answers on the per-copy path; the default-stream
+ * handles, whose state depends on the current device, and misses take pg_stream_get_slow (the
+ * map, under its read lock). */
+#define PG_STREAM_CACHE 8
+typedef struct pg_stream_cache {
+  cudaStream_t h;
+  pg_stream_t *st;
+  unsigned long gen;
+} pg_stream_cache_t;
+extern __thread pg_stream_cache_t pg_stream_cache[PG_STREAM_CACHE];
+extern atomic_ulong pg_stream_map_gen; /* bumped on destroy: invalidates the thread caches */
+pg_stream_t *pg_stream_get_slow(cudaStream_t s);
+static inline unsigned pg_stream_cache_slot(cudaStream_t s) {
+  uintptr_t k = (uintptr_t)s;
+  return (unsigned)((k >> 4) ^ (k >> 12)) % PG_STREAM_CACHE;
+}
+static inline pg_stream_t *pg_stream_get(cudaStream_t s) {
+  const pg_stream_cache_t *c = &pg_stream_cache[pg_stream_cache_slot(s)];
+  /* Default-stream handles are never cached: they miss here (c->h is never 0, 1 or 2 with a
+   * state set) and resolve in the slow path. */
+  if (__builtin_expect(c->st && c->h == s, 1) &&
+      c->gen == atomic_load_explicit(&pg_stream_map_gen, memory_order_acquire))
+    return c->st;
+  return pg_stream_get_slow(s);
+}
 /* The calling thread's current device: 0 without asking while the process has one device. */
 int pg_current_device(void);
 /* Applies the legacy default stream's implicit ordering to an op about to be enqueued on st.
- * st->mu held. */
-void pg_stream_legacy_sync(pg_stream_t *st);
+ * st->mu held. Non-blocking streams (most of the per-copy path) are not ordered by it. */
+void pg_stream_legacy_sync_blocking(pg_stream_t *st);
+static inline void pg_stream_legacy_sync(pg_stream_t *st) {
+  if (atomic_load_explicit(&st->blocking, memory_order_relaxed)) pg_stream_legacy_sync_blocking(st);
+}
 /* Host learned that clock entry id reached seq. */
 void pg_host_learn(uint32_t id, uint64_t seq);
 /* st->mu held: a completion event from st's pool (false if none could be created), an access
  * record from its free list or the heap (NULL on OOM). */
-bool pg_stream_take_event(pg_stream_t *st, cudaEvent_t *e);
-void pg_stream_give_event(pg_stream_t *st, cudaEvent_t e);
-pg_acc_t *pg_stream_alloc_acc(pg_stream_t *st);
+bool pg_stream_take_event_new(pg_stream_t *st, cudaEvent_t *e); /* the pool is empty */
+static inline bool pg_stream_take_event(pg_stream_t *st, cudaEvent_t *e) {
+  if (__builtin_expect(st->npool != 0, 1)) {
+    *e = st->pool[--st->npool];
+    return true;
+  }
+  return pg_stream_take_event_new(st, e);
+}
+static inline void pg_stream_give_event(pg_stream_t *st, cudaEvent_t e) {
+  if (st->npool < st->cap_pool) st->pool[st->npool++] = e; /* always: cap_pool >= nevents */
+}
+pg_acc_t *pg_stream_alloc_acc_new(void); /* the free list is empty: the heap */
+static inline pg_acc_t *pg_stream_alloc_acc(pg_stream_t *st) {
+  pg_acc_t *a = st->free_accs;
+  if (__builtin_expect(a != NULL, 1)) {
+    st->free_accs = a->fifo_next;
+    return a;
+  }
+  return pg_stream_alloc_acc_new();
+}
 /* st->mu held: st's clock changed (the legacy stream's version moves with it). */
-void pg_stream_clock_changed(pg_stream_t *st);
+static inline void pg_stream_clock_changed(pg_stream_t *st) {
+  if (atomic_load_explicit(&st->legacy, memory_order_relaxed))
+    atomic_fetch_add_explicit(&pg_legacy_version[atomic_load_explicit(&st->device,
+                                                                      memory_order_relaxed)],
+                              1, memory_order_relaxed);
+}
 /* Retires the completed head of st's FIFO, at most `max` accesses (0 = all completed). */
 void pg_stream_retire(pg_stream_t *st, size_t max);
 /* st->mu held: takes up to `max` (0 = all) completed, ready accesses off the FIFO head. Those on
@@ -196,8 +278,14 @@ void pg_stream_retire(pg_stream_t *st, size_t max);
  * released. Returns how many left the FIFO. */
 size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later);
 void pg_stream_retire_finish(pg_stream_t *st, pg_acc_t *later);
-/* Whether access a is known complete (host clock, else its event); learns what it finds. */
-bool pg_acc_complete(const pg_acc_t *a);
+/* Whether access a is known complete (host clock, else its event); learns what it finds. The
+ * host clock's answer inline; the event query out of line. */
+bool pg_acc_complete_query(const pg_acc_t *a);
+static inline bool pg_acc_complete(const pg_acc_t *a) {
+  if (atomic_load_explicit(&pg_host_clock[a->pub.stream_id], memory_order_relaxed) >= a->pub.seq)
+    return true;
+  return pg_acc_complete_query(a);
+}
 /* Whether an access on st enqueued now is ordered after a. */
 bool pg_stream_ordered_after(const pg_stream_t *st, const pg_acc_t *a);
 /* Fork: the stream map lock, then every stream's lock (0 prepare, 1 parent, 2 child). */
