@@ -332,8 +332,10 @@ void pg_decide_before_op(pg_op_t *op) {
   for (size_t i = 0; i < op->nspans; i++) {
     const pg_span_t *s = &op->spans[i];
     /* Most spans lie in regions where only this stream has work in flight, or none: their
-     * summaries say so, and settle would find nothing. */
-    if (i < op->nlk && pg_access_quiet_at(&op->lk[i], op->stream)) continue;
+     * summaries say so, and settle would find nothing. (Not for a source read out of stream
+     * order, which its own stream's work can race: below.) */
+    if (s->order == PG_SRC_STREAM && i < op->nlk && pg_access_quiet_at(&op->lk[i], op->stream))
+      continue;
     /* The new access must not start before the ones it races with: enforce waits for them on
      * the host (exactly those, never a device-wide sync); during a capture it reports. */
     pg_access_t found[MAX_FOUND];
