@@ -20,7 +20,7 @@
 
 /* Op codes: one line of an op file each ("thread NAME a0 .. a6"). */
 #define FZ_OPS(X)                                                                           \
-  X(ALLOC)   /* slot pages how(0 cudaHostAlloc, 1 malloc+register, 2 mmap+register) */      \
+  X(ALLOC)   /* slot pages how(0 cudaHostAlloc, 1 malloc+register, 2 mmap+register) ro */   \
   X(FREE)    /* slot: cudaFreeHost, or cudaHostUnregister and free/munmap */                 \
   X(COPY)    /* dir(0 H2D,1 D2H) stream slot hoff doff len api(0 async,1 ptsz,2 batch,3 2D,4 3D)
                 + 5*order (a batch's srcAccessOrder: 0 Stream, 1 DuringApiCall, 2 Any) */          \

@@ -90,6 +90,7 @@ typedef struct hfn {
 typedef struct buf {
   bool alive;
   int how;
+  bool read_only;       /* registered with cudaHostRegisterReadOnly: the device only reads it */
   unsigned char *p;
   size_t size;
   uint64_t gen;
@@ -652,7 +653,8 @@ static void op_alloc(int i, const fz_op_t *o) {
       return;
     }
     memset(p, fillv, size);
-    err = cudaHostRegister(p, size, cudaHostRegisterDefault);
+    err = cudaHostRegister(p, size, (o->a[3] & 1) ? cudaHostRegisterReadOnly
+                                                   : cudaHostRegisterDefault);
   }
   if (err != cudaSuccess) {
     fail("error", i, "pinning failed: %s", cudaGetErrorName(err));
@@ -660,12 +662,14 @@ static void op_alloc(int i, const fz_op_t *o) {
   }
   b->alive = true;
   b->how = how;
+  b->read_only = how != 0 && (o->a[3] & 1);
   b->p = p;
   b->size = size;
   b->gen = ++M.next_gen;
   if (g_trace)
     fprintf(stderr, "pgfuzz:   slot %d = [%p, %p) (%s)\n", o->a[0] % M.cfg->slots, p,
             (void *)((char *)p + size), how == 0 ? "cudaHostAlloc" : how == 1 ? "malloc" : "mmap");
+  if (g_trace && b->read_only) fprintf(stderr, "pgfuzz:   (registered read-only)\n");
   b->model = malloc(size);
   memset(b->model, fillv, size);
   memset(b->released, 0, sizeof b->released);
@@ -811,6 +815,7 @@ static void op_copy(int i, const fz_op_t *o, uint64_t opened) {
   long hoff = o->a[3], doff = o->a[4], len = o->a[5];
   long hull = api >= 3 ? len + len / 2 : len;
   if (!range_ok(b, hoff, hull) || doff < 0 || doff + len > FZ_DEVBYTES) return;
+  if (d2h && b->read_only) return; /* the device cannot write a read-only registration */
   if (api >= 2 && (len < 2 || len % 2)) api = 0;
   if (api == 2 && is_legacy(s)) api = 0; /* the batch calls refuse the legacy stream */
   /* A host->device batch's srcAccessOrder (a device source is read as its order says too, but
@@ -893,10 +898,13 @@ static void op_kern(int i, const fz_op_t *o, uint64_t opened) {
   buf_t *b = &M.b[o->a[2] % M.cfg->slots + t_base_b];
   long hoff = o->a[3], doff = o->a[4], len = o->a[5];
   if (!range_ok(b, hoff, len) || doff < 0 || doff + len > FZ_DEVBYTES) return;
+  if (b->read_only && kind != 1) return; /* only reading kernels may touch read-only memory */
   unsigned char *h = b->p + hoff, *dv = M.dev[s] + doff;
-  /* pinguard sees a host pointer parameter: unknown direction, up to the region's end */
+  /* pinguard sees a host pointer parameter: unknown direction, up to the region's end (a read
+   * in a read-only registration, which the device cannot write) */
   enq_t q = {.op = i, .s = s, .b = b, .n = 1};
-  q.sp[0] = (span_t){(uintptr_t)h, (uintptr_t)b->p + b->size, D_UNKNOWN, ORDER_STREAM};
+  q.sp[0] = (span_t){(uintptr_t)h, (uintptr_t)b->p + b->size, b->read_only ? D_READ : D_UNKNOWN,
+                     ORDER_STREAM};
   enq_before(&q, opened);
   size_t n = (size_t)len;
   void *args[] = {&h, &dv, &n, &val, &kind};

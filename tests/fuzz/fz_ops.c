@@ -131,6 +131,7 @@ void fz_generate(uint64_t seed, const fz_cfg_t *cfg, fz_ops_t *out) {
         op.a[2] = below(&r, 3);
         if (op.a[2] == 1 && cfg->no_malloc) op.a[2] = cfg->no_mmap ? 0 : 2;
         if (op.a[2] == 2 && cfg->no_mmap) op.a[2] = cfg->no_malloc ? 0 : 1;
+        op.a[3] = op.a[2] != 0 && below(&r, 4) == 0; /* 1: registered read-only */
         pages[op.a[0]] = op.a[1];
         break;
       case FZ_FREE:
