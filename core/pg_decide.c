@@ -310,18 +310,19 @@ void pg_decide_unpin_end(const pg_unpin_t *saved, bool succeeded) {
 static void keep_pinned_spans(pg_op_t *op) {
   size_t kept = 0;
   for (size_t i = 0; i < op->nspans; i++) {
-    pg_span_t s = op->spans[i];
+    pg_span_t *s = &op->spans[i]; /* kept in place, moved down only after a dropped one */
     pg_lookup_t *lk = kept < PG_OP_LOOKUPS ? &op->lk[kept] : NULL;
-    if (s.n == 0) {
+    if (s->n == 0) {
       pg_region_t reg;
-      if (!pg_region_find(s.p, &reg)) continue;
-      s.n = reg.base + reg.size - (uintptr_t)s.p;
-      if (pg_pin_is_read_only(reg.how, reg.flags)) s.dir = PG_DIR_READ;
-      if (lk) pg_region_lookup(s.p, s.n, lk);
-    } else if (!is_pinned(s.p, s.n, op->only_tracked, lk)) {
+      if (!pg_region_find(s->p, &reg)) continue;
+      s->n = reg.base + reg.size - (uintptr_t)s->p;
+      if (pg_pin_is_read_only(reg.how, reg.flags)) s->dir = PG_DIR_READ;
+      if (lk) pg_region_lookup(s->p, s->n, lk);
+    } else if (!is_pinned(s->p, s->n, op->only_tracked, lk)) {
       continue;
     }
-    op->spans[kept++] = s;
+    if (kept != i) op->spans[kept] = *s;
+    kept++;
   }
   op->nspans = kept;
   op->nlk = kept < PG_OP_LOOKUPS ? kept : PG_OP_LOOKUPS;

@@ -4,11 +4,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-typedef struct {
-  _Alignas(64) atomic_uint_fast64_t v;
-} padded_counter_t;
-
-static padded_counter_t counters[PG_STAT_COUNT];
+pg_stat_counter_t pg_stat_counters[PG_STAT_COUNT];
 
 static const char *const names[] = {
 #define PG_STAT_NAME(id, name, desc) name,
@@ -23,12 +19,13 @@ static const char *const descriptions[] = {
 };
 
 void pg_stat_add(pg_stat_t s, uint64_t n) {
-  if ((unsigned)s < PG_STAT_COUNT) atomic_fetch_add_explicit(&counters[s].v, n, memory_order_relaxed);
+  if ((unsigned)s < PG_STAT_COUNT)
+    atomic_fetch_add_explicit(&pg_stat_counters[s].v, n, memory_order_relaxed);
 }
 
 uint64_t pg_stat_get(pg_stat_t s) {
   if ((unsigned)s >= PG_STAT_COUNT) return 0;
-  return atomic_load_explicit(&counters[s].v, memory_order_relaxed);
+  return atomic_load_explicit(&pg_stat_counters[s].v, memory_order_relaxed);
 }
 
 const char *pg_stat_name(pg_stat_t s) { return (unsigned)s < PG_STAT_COUNT ? names[s] : NULL; }
@@ -45,5 +42,5 @@ int pg_stats_any(void) {
 
 void pg_stats_reset(void) {
   for (unsigned i = 0; i < PG_STAT_COUNT; i++)
-    atomic_store_explicit(&counters[i].v, 0, memory_order_relaxed);
+    atomic_store_explicit(&pg_stat_counters[i].v, 0, memory_order_relaxed);
 }

@@ -325,13 +325,14 @@ static inline __attribute__((always_inline)) void index_owned(pg_stream_t *st, p
   else atomic_store_explicit(&a->where, PG_IN_PENDING, memory_order_relaxed);
 }
 
-/* Inlined into both entry points: the call between them cost a prologue and eight arguments
- * per copy. */
+/* Inlined into the entry points: the call between them cost a prologue and eight arguments
+ * per copy. cap (a constant at each call) bounds the pieces: 1 for the common span inside one
+ * region, whose clip and piece loops then fold away. */
 static inline __attribute__((always_inline)) int begin(uintptr_t lo, uintptr_t hi,
                                                        const pg_region_hit_t *hits, size_t nh,
                                                        pg_dir_t dir, cudaStream_t stream,
                                                        const pg_origin_t *origin,
-                                                       const pg_stack_t *stack);
+                                                       const pg_stack_t *stack, size_t cap);
 
 int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
                     const pg_origin_t *origin, const pg_stack_t *stack) {
@@ -339,24 +340,35 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
   if (!n || !pg_ops.event_record) return 0;
   pg_region_hit_t hits[MAX_PIECES];
   size_t nh = pg_regions_overlapping(lo, hi, hits, MAX_PIECES);
-  return begin(lo, hi, hits, nh, dir, stream, origin, stack);
+  return begin(lo, hi, hits, nh, dir, stream, origin, stack, MAX_PIECES);
+}
+
+/* A span over several regions, or a lookup no longer current: out of line, with its arrays. */
+__attribute__((noinline)) static int begin_at_many(const pg_lookup_t *lk, pg_dir_t dir,
+                                                   cudaStream_t stream, const pg_origin_t *origin,
+                                                   const pg_stack_t *stack) {
+  pg_region_hit_t buf[MAX_PIECES];
+  size_t nh;
+  const pg_region_hit_t *hits = pg_regions_of_lookup(lk, buf, MAX_PIECES, &nh);
+  return begin(lk->lo, lk->hi, hits, nh, dir, stream, origin, stack, MAX_PIECES);
 }
 
 int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
                        const pg_origin_t *origin, const pg_stack_t *stack) {
   if (lk->hi <= lk->lo || !pg_ops.event_record) return 0;
-  pg_region_hit_t buf[MAX_PIECES];
-  size_t nh;
-  const pg_region_hit_t *hits = pg_regions_of_lookup(lk, buf, MAX_PIECES, &nh);
-  return begin(lk->lo, lk->hi, hits, nh, dir, stream, origin, stack);
+  /* The common span: inside one region, found by a lookup that is still current. */
+  if (__builtin_expect(lk->total == 1 && pg_lookup_current(lk), 1))
+    return begin(lk->lo, lk->hi, (const pg_region_hit_t *)(const void *)lk->hits, 1, dir, stream,
+                 origin, stack, 1);
+  return begin_at_many(lk, dir, stream, origin, stack);
 }
 
 static inline __attribute__((always_inline)) int begin(uintptr_t lo, uintptr_t hi,
                                                        const pg_region_hit_t *hits, size_t nh,
                                                        pg_dir_t dir, cudaStream_t stream,
                                                        const pg_origin_t *origin,
-                                                       const pg_stack_t *stack) {
-  if (nh > MAX_PIECES) nh = MAX_PIECES;
+                                                       const pg_stack_t *stack, size_t cap) {
+  if (nh > cap) nh = cap;
   /* One piece per region, clipped so that no byte is tracked twice when regions overlap. */
   uintptr_t plo[MAX_PIECES], phi[MAX_PIECES], cur = lo;
   size_t hit_of[MAX_PIECES], np = 0;

@@ -33,6 +33,7 @@ static pg_stream_t *g_map;
 static pg_stream_t *g_free_streams;
 atomic_ulong pg_stream_map_gen;    /* bumped on destroy: invalidates the thread caches */
 __thread pg_stream_cache_t pg_stream_cache[PG_STREAM_CACHE];
+__thread pg_stream_cache_t pg_stream_last;
 /* The calling thread's per-thread default streams, one per device (allocated at first use). */
 static __thread pg_stream_t **t_per_thread;
 static pthread_key_t g_ptds_key;
@@ -210,6 +211,7 @@ pg_stream_t *pg_stream_get_slow(cudaStream_t s) {
     c->h = s;
     c->st = st;
     c->gen = gen;
+    pg_stream_last = *c;
   }
   return st;
 }

@@ -216,6 +216,9 @@ typedef struct pg_stream_cache {
   unsigned long gen;
 } pg_stream_cache_t;
 extern __thread pg_stream_cache_t pg_stream_cache[PG_STREAM_CACHE];
+/* The entry this thread's last pg_stream_get answered from, tried first: a copy resolves its
+ * stream twice (its conflict check, its begin), and most threads enqueue on one stream. */
+extern __thread pg_stream_cache_t pg_stream_last;
 extern atomic_ulong pg_stream_map_gen; /* bumped on destroy: invalidates the thread caches */
 pg_stream_t *pg_stream_get_slow(cudaStream_t s);
 static inline unsigned pg_stream_cache_slot(cudaStream_t s) {
@@ -223,12 +226,16 @@ static inline unsigned pg_stream_cache_slot(cudaStream_t s) {
   return (unsigned)((k >> 4) ^ (k >> 12)) % PG_STREAM_CACHE;
 }
 static inline pg_stream_t *pg_stream_get(cudaStream_t s) {
+  /* Default-stream handles are never cached: they miss here (h is never 0, 1 or 2 with a state
+   * set) and resolve in the slow path. */
+  unsigned long gen = atomic_load_explicit(&pg_stream_map_gen, memory_order_acquire);
+  if (__builtin_expect(pg_stream_last.h == s && pg_stream_last.st && pg_stream_last.gen == gen, 1))
+    return pg_stream_last.st;
   const pg_stream_cache_t *c = &pg_stream_cache[pg_stream_cache_slot(s)];
-  /* Default-stream handles are never cached: they miss here (c->h is never 0, 1 or 2 with a
-   * state set) and resolve in the slow path. */
-  if (__builtin_expect(c->st && c->h == s, 1) &&
-      c->gen == atomic_load_explicit(&pg_stream_map_gen, memory_order_acquire))
+  if (__builtin_expect(c->st && c->h == s, 1) && c->gen == gen) {
+    pg_stream_last = *c;
     return c->st;
+  }
   return pg_stream_get_slow(s);
 }
 /* The calling thread's current device: 0 without asking while the process has one device. */
