@@ -241,11 +241,10 @@ PG_INTERCEPT(CUresult, cuCtxSynchronize, void) {
 
 /* CUDA 13's twin (cuGetProcAddress("cuCtxSynchronize", 13000) answers it) names its context; NULL
  * is the current one. Another context is made current around the call, so that the sync is
- * judged for its device, and the thread's own is put back before returning. */
-static __thread __attribute__((tls_model("initial-exec"))) CUcontext sync_ctx;
-static int real_ctx_sync_v2(cudaStream_t unused) {
-  (void)unused;
-  return PG_FORWARD_CU(cuCtxSynchronize_v2, sync_ctx);
+ * judged for its device, and the thread's own is put back before returning. The context rides
+ * in pg_shim_host_sync's handle argument, which a device sync passes to its call untouched. */
+static int real_ctx_sync_v2(cudaStream_t ctx) {
+  return PG_FORWARD_CU(cuCtxSynchronize_v2, (CUcontext)ctx);
 }
 PG_INTERCEPT(CUresult, cuCtxSynchronize_v2, CUcontext ctx) {
   CUcontext cur = NULL;
@@ -253,8 +252,7 @@ PG_INTERCEPT(CUresult, cuCtxSynchronize_v2, CUcontext ctx) {
   __typeof__(&cuCtxSetCurrent) set = PG_REAL(cuCtxSetCurrent);
   bool other = ctx && get && set && get(&cur) == CUDA_SUCCESS && cur != ctx &&
                set(ctx) == CUDA_SUCCESS;
-  sync_ctx = ctx;
-  CUresult r = (CUresult)pg_shim_host_sync(0, 0, true, real_ctx_sync_v2);
+  CUresult r = (CUresult)pg_shim_host_sync((cudaStream_t)ctx, 0, true, real_ctx_sync_v2);
   if (other) set(cur);
   return r;
 }

@@ -79,9 +79,9 @@ static CUcontext primary_ctx(int d) {
 }
 
 static __thread __attribute__((tls_model("initial-exec"))) struct {
+  bool saved;    /* a switch is under way: the two fields below hold what to go back to */
   CUcontext ctx; /* the thread's context before the first switch */
-  int device;    /* its device, or -1 when nothing is switched */
-  bool saved;
+  int device;    /* that context's device */
 } before;
 
 static pg_dev_result_t set_device(int device) {
