@@ -55,11 +55,10 @@ static __thread uintptr_t neg_cache[NEG_CACHE];
 static bool neg_cached(uintptr_t page) { return neg_cache[page % NEG_CACHE] == page + 1; }
 static void neg_remember(uintptr_t page) { neg_cache[page % NEG_CACHE] = page + 1; }
 
-/* True when [p, p+n) touches pinned host memory the tracker knows, discovering memory pinned
- * before pinguard saw it (or through a path it cannot see) from the runtime's pointer attributes. */
-static bool is_pinned(const void *p, size_t n, bool only_tracked, pg_lookup_t *lk) {
-  if ((lk ? pg_region_lookup(p, n, lk) : pg_region_find_range(p, n, NULL, 0)) > 0) return true;
-  if (only_tracked) return false;
+/* True when [p, p+n), in no region the tracker knows, is pinned host memory all the same:
+ * memory pinned before pinguard saw it (or through a path it cannot see), from the runtime's
+ * pointer attributes. It then becomes a region. */
+static bool discovered_pinned(const void *p, size_t n) {
   uintptr_t page = (uintptr_t)p >> 12;
   if (neg_cached(page)) return false;
   bool pinned = false;
@@ -74,6 +73,17 @@ static bool is_pinned(const void *p, size_t n, bool only_tracked, pg_lookup_t *l
   uintptr_t hi = ((uintptr_t)p + n + 4095) & ~(uintptr_t)4095;
   pg_region_add((const void *)lo, hi - lo, PG_PIN_DISCOVERED, 0, NULL);
   pg_stat_inc(PG_STAT_REGIONS_DISCOVERED);
+  return true;
+}
+
+/* True when [p, p+n) touches pinned host memory (lk, if given, is then its lookup for an op on
+ * stream s); only_tracked: regions the tracker knows only. */
+static bool is_pinned(const void *p, size_t n, bool only_tracked, cudaStream_t s,
+                      pg_lookup_t *lk) {
+  if ((lk ? pg_region_lookup_on(p, n, s, lk) : pg_region_find_range(p, n, NULL, 0)) > 0)
+    return true;
+  if (only_tracked || !discovered_pinned(p, n)) return false;
+  if (lk) pg_region_lookup_on(p, n, s, lk);
   return true;
 }
 
@@ -317,8 +327,8 @@ static void keep_pinned_spans(pg_op_t *op) {
       if (!pg_region_find(s->p, &reg)) continue;
       s->n = reg.base + reg.size - (uintptr_t)s->p;
       if (pg_pin_is_read_only(reg.how, reg.flags)) s->dir = PG_DIR_READ;
-      if (lk) pg_region_lookup(s->p, s->n, lk);
-    } else if (!is_pinned(s->p, s->n, op->only_tracked, lk)) {
+      if (lk) pg_region_lookup_on(s->p, s->n, op->stream, lk);
+    } else if (!is_pinned(s->p, s->n, op->only_tracked, op->stream, lk)) {
       continue;
     }
     if (kept != i) op->spans[kept] = *s;
@@ -328,25 +338,48 @@ static void keep_pinned_spans(pg_op_t *op) {
   op->nlk = kept < PG_OP_LOOKUPS ? kept : PG_OP_LOOKUPS;
 }
 
+/* Span i of op, looked up (lk, or NULL past PG_OP_LOOKUPS): the new access must not start
+ * before the ones it races with. Enforce waits for them on the host (exactly those, never a
+ * device-wide sync); during a capture it reports. */
+__attribute__((noinline)) static void settle_span(const pg_op_t *op, size_t i,
+                                                 const pg_lookup_t *lk);
+static inline __attribute__((always_inline)) void check_span(const pg_op_t *op, size_t i,
+                                                             const pg_lookup_t *lk) {
+  /* Most spans lie in regions where only this stream has work in flight, or none: their
+   * summaries say so, and settle would find nothing. (Not for a source read out of stream
+   * order, which its own stream's work can race: settle_span.) */
+  if (op->spans[i].order == PG_SRC_STREAM && lk && lk->quiet && pg_lookup_current(lk)) return;
+  settle_span(op, i, lk);
+}
+
+static void settle_span(const pg_op_t *op, size_t i, const pg_lookup_t *lk) {
+  const pg_span_t *s = &op->spans[i];
+  pg_access_t found[MAX_FOUND];
+  probe_t q = {.kind = PROBE_CONFLICTS, .p = s->p, .n = s->n, .dir = s->dir,
+               .stream = op->stream, .lk = lk};
+  /* A source read out of stream order is not ordered after its own stream's earlier work:
+   * like a host read, it races every device write still in flight. */
+  if (s->order != PG_SRC_STREAM) q.kind = PROBE_WRITES;
+  settle(PG_KIND_DEVICE_ACCESS_CONFLICT, &q, op->api, &op->stack, found, MAX_FOUND, false, 0);
+}
+
 void pg_decide_before_op(pg_op_t *op) {
-  keep_pinned_spans(op);
-  for (size_t i = 0; i < op->nspans; i++) {
-    const pg_span_t *s = &op->spans[i];
-    /* Most spans lie in regions where only this stream has work in flight, or none: their
-     * summaries say so, and settle would find nothing. (Not for a source read out of stream
-     * order, which its own stream's work can race: below.) */
-    if (s->order == PG_SRC_STREAM && i < op->nlk && pg_access_quiet_at(&op->lk[i], op->stream))
-      continue;
-    /* The new access must not start before the ones it races with: enforce waits for them on
-     * the host (exactly those, never a device-wide sync); during a capture it reports. */
-    pg_access_t found[MAX_FOUND];
-    probe_t q = {.kind = PROBE_CONFLICTS, .p = s->p, .n = s->n, .dir = s->dir,
-                 .stream = op->stream, .lk = i < op->nlk ? &op->lk[i] : NULL};
-    /* A source read out of stream order is not ordered after its own stream's earlier work:
-     * like a host read, it races every device write still in flight. */
-    if (s->order != PG_SRC_STREAM) q.kind = PROBE_WRITES;
-    settle(PG_KIND_DEVICE_ACCESS_CONFLICT, &q, op->api, &op->stack, found, MAX_FOUND, false, 0);
+  /* The common op, one sized span (a copy's host side): keep_pinned_spans and the loop below,
+   * for it alone. */
+  if (__builtin_expect(op->nspans == 1 && op->spans[0].n != 0, 1)) {
+    const pg_span_t *s = &op->spans[0];
+    if (!pg_region_lookup_on(s->p, s->n, op->stream, &op->lk[0]) &&
+        (op->only_tracked || !discovered_pinned(s->p, s->n) ||
+         !pg_region_lookup_on(s->p, s->n, op->stream, &op->lk[0]))) {
+      op->nspans = op->nlk = 0;
+      return;
+    }
+    op->nlk = 1;
+    check_span(op, 0, &op->lk[0]);
+    return;
   }
+  keep_pinned_spans(op);
+  for (size_t i = 0; i < op->nspans; i++) check_span(op, i, i < op->nlk ? &op->lk[i] : NULL);
 }
 
 static inline __attribute__((always_inline)) void begin_accesses(const pg_op_t *op,
@@ -370,7 +403,13 @@ void pg_decide_after_op(pg_op_t *op) {
     pg_capture_add(op->stream, op);
     return;
   }
-  begin_accesses(op, op->stream, &op->stack);
+  if (__builtin_expect(op->nspans == 1 && op->nlk == 1 && op->spans[0].order != PG_SRC_AT_CALL,
+                       1)) {
+    pg_origin_t origin = {.what = op->what, .func = op->func};
+    pg_access_begin_at(&op->lk[0], op->spans[0].dir, op->stream, &origin, &op->stack);
+  } else {
+    begin_accesses(op, op->stream, &op->stack);
+  }
   pg_stat_inc(op->func ? PG_STAT_KERNELS_TRACKED : PG_STAT_COPIES_TRACKED);
 }
 
@@ -394,7 +433,11 @@ void pg_decide_graph_instantiated(cudaGraphExec_t exec, cudaGraph_t graph) {
 void pg_decide_graph_launched(cudaGraphExec_t exec, cudaStream_t s, const pg_stack_t *st) {
   pg_op_t *ops;
   size_t n = pg_capture_launch_ops(exec, &ops);
-  for (size_t i = 0; i < n; i++) begin_accesses(&ops[i], s, st);
+  for (size_t i = 0; i < n; i++) {
+    /* Begun on the launch's stream, not the capture's whose record the lookups kept. */
+    for (size_t k = 0; k < ops[i].nlk; k++) ops[i].lk[k].stream = NULL;
+    begin_accesses(&ops[i], s, st);
+  }
   free(ops);
 }
 

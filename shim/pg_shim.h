@@ -30,7 +30,7 @@ static inline cudaStream_t pg_stream_of(cudaStream_t s, bool ptsz) {
 }
 
 /* Captures the interceptor's caller stack (the application's call site is frame 0). */
-#define PG_CAPTURE(st) pg_stack_capture((st), 0, PG_STACK_MAX)
+#define PG_CAPTURE(st) pg_stack_capture_here(st)
 
 /* After a successful pinning call (either API layer): the new region, with the application's
  * call site. A macro, so that the stack is captured in the interceptor's own frame. */

@@ -199,24 +199,6 @@ static void set_quiet(pg_region_rec_t *r) {
                         memory_order_release);
 }
 
-/* A conflict check of [lo, hi) from stream st, without r's lock: true when r's summary says that
- * nothing there can be another stream's access overlapping the range (quiet, or the set's
- * accesses all outside it with no other stream owning r). False: look under the lock. */
-static inline bool summary_clear(const pg_region_rec_t *r, uintptr_t lo, uintptr_t hi,
-                                 const pg_stream_t *st) {
-  uint32_t q = atomic_load_explicit(&r->quiet, memory_order_acquire);
-  if (q == PG_QUIET_EMPTY || q == st->id) return true;
-  if (q != 0) return false; /* another stream owns r, with nothing in the set */
-  unsigned s = atomic_load_explicit(&r->sum_seq, memory_order_acquire);
-  if (s & 1) return false;
-  bool clear = atomic_load_explicit(&r->quiet, memory_order_acquire) == 0;
-  uint32_t ow = atomic_load_explicit(&r->set_owner, memory_order_acquire);
-  uintptr_t slo = atomic_load_explicit(&r->set_lo, memory_order_acquire);
-  uintptr_t shi = atomic_load_explicit(&r->set_hi, memory_order_acquire);
-  if (atomic_load_explicit(&r->sum_seq, memory_order_relaxed) != s) return false;
-  return clear && (ow == 0 || ow == st->id) && (hi <= slo || lo >= shi);
-}
-
 bool pg_inflight_remove(pg_acc_t *a) {
   pg_region_rec_t *r = a->region;
   if (!r) return false;
@@ -325,6 +307,24 @@ static inline __attribute__((always_inline)) void index_owned(pg_stream_t *st, p
   else atomic_store_explicit(&a->where, PG_IN_PENDING, memory_order_relaxed);
 }
 
+/* st->mu held, from a begin: retires what completed at the FIFO's head. Polling the head costs
+ * an event query, so a begin polls only every poll_gap begins, and each poll retires up to twice
+ * that many (the FIFO drains faster than begins fill it). A poll that finds the head still
+ * running doubles the gap, up to POLL_GAP_MAX (a stream completes in order: the accesses
+ * behind a running one are running too, and a burst of copies enqueued ahead of the device
+ * would otherwise pay a failed query every few copies); one that retires puts it back to
+ * POLL_GAP_MIN. */
+enum { POLL_GAP_MIN = 8, POLL_GAP_MAX = 64 };
+__attribute__((noinline)) static size_t poll_fifo(pg_stream_t *st, pg_acc_t **later) {
+  unsigned gap = st->poll_gap ? st->poll_gap : POLL_GAP_MIN;
+  size_t retired = pg_stream_retire_locked(st, 2 * (size_t)gap, later);
+  if (retired) gap = POLL_GAP_MIN;
+  else if (gap < POLL_GAP_MAX) gap *= 2;
+  st->poll_gap = gap;
+  st->poll_in = gap - 1;
+  return retired;
+}
+
 /* Inlined into the entry points: the call between them cost a prologue and eight arguments
  * per copy. cap (a constant at each call) bounds the pieces: 1 for the common span inside one
  * region, whose clip and piece loops then fold away. */
@@ -332,7 +332,8 @@ static inline __attribute__((always_inline)) int begin(uintptr_t lo, uintptr_t h
                                                        const pg_region_hit_t *hits, size_t nh,
                                                        pg_dir_t dir, cudaStream_t stream,
                                                        const pg_origin_t *origin,
-                                                       const pg_stack_t *stack, size_t cap);
+                                                       const pg_stack_t *stack, size_t cap,
+                                                       pg_stream_t *st_known);
 
 int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
                     const pg_origin_t *origin, const pg_stack_t *stack) {
@@ -340,7 +341,7 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
   if (!n || !pg_ops.event_record) return 0;
   pg_region_hit_t hits[MAX_PIECES];
   size_t nh = pg_regions_overlapping(lo, hi, hits, MAX_PIECES);
-  return begin(lo, hi, hits, nh, dir, stream, origin, stack, MAX_PIECES);
+  return begin(lo, hi, hits, nh, dir, stream, origin, stack, MAX_PIECES, NULL);
 }
 
 /* A span over several regions, or a lookup no longer current: out of line, with its arrays. */
@@ -350,7 +351,7 @@ __attribute__((noinline)) static int begin_at_many(const pg_lookup_t *lk, pg_dir
   pg_region_hit_t buf[MAX_PIECES];
   size_t nh;
   const pg_region_hit_t *hits = pg_regions_of_lookup(lk, buf, MAX_PIECES, &nh);
-  return begin(lk->lo, lk->hi, hits, nh, dir, stream, origin, stack, MAX_PIECES);
+  return begin(lk->lo, lk->hi, hits, nh, dir, stream, origin, stack, MAX_PIECES, NULL);
 }
 
 int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
@@ -359,7 +360,7 @@ int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
   /* The common span: inside one region, found by a lookup that is still current. */
   if (__builtin_expect(lk->total == 1 && pg_lookup_current(lk), 1))
     return begin(lk->lo, lk->hi, (const pg_region_hit_t *)(const void *)lk->hits, 1, dir, stream,
-                 origin, stack, 1);
+                 origin, stack, 1, lk->stream);
   return begin_at_many(lk, dir, stream, origin, stack);
 }
 
@@ -367,7 +368,8 @@ static inline __attribute__((always_inline)) int begin(uintptr_t lo, uintptr_t h
                                                        const pg_region_hit_t *hits, size_t nh,
                                                        pg_dir_t dir, cudaStream_t stream,
                                                        const pg_origin_t *origin,
-                                                       const pg_stack_t *stack, size_t cap) {
+                                                       const pg_stack_t *stack, size_t cap,
+                                                       pg_stream_t *st_known) {
   if (nh > cap) nh = cap;
   /* One piece per region, clipped so that no byte is tracked twice when regions overlap. */
   uintptr_t plo[MAX_PIECES], phi[MAX_PIECES], cur = lo;
@@ -382,7 +384,7 @@ static inline __attribute__((always_inline)) int begin(uintptr_t lo, uintptr_t h
     cur = b;
   }
   if (!np) return 0;
-  pg_stream_t *st = pg_stream_get(stream);
+  pg_stream_t *st = st_known ? st_known : pg_stream_get(stream);
   if (!st) return 0;
 
   pg_acc_t *accs[MAX_PIECES];
@@ -392,11 +394,8 @@ static inline __attribute__((always_inline)) int begin(uintptr_t lo, uintptr_t h
   pg_acc_t *later = NULL;
   size_t retired = 0;
   pg_lock(&st->mu);
-  /* Polling the FIFO head costs an event query; once every few begins keeps the FIFO short. */
-  if (++st->begins_since_poll >= 8) {
-    st->begins_since_poll = 0;
-    retired = pg_stream_retire_locked(st, 16, &later);
-  }
+  if (st->poll_in) st->poll_in--;
+  else retired = poll_fifo(st, &later);
   pg_stream_legacy_sync(st);
   for (; ok < np; ok++) {
     pg_acc_t *a = pg_stream_alloc_acc(st);
@@ -577,7 +576,7 @@ static size_t query_hits(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits
       /* A conflict check need not wait for a change under way on another thread (that
        * thread's op is concurrent with this one): the region's summary, written at the end of
        * each change, says whether anything here could be another stream's. */
-      if (summary_clear(r, lo, hi, c->st)) continue;
+      if (pg_summary_clear(r, lo, hi, c->st)) continue;
     }
     pthread_mutex_lock(&r->mu);
     if (LD(r->gen) == hits[i].gen) region_visit(r, lo, hi, c);
@@ -618,7 +617,7 @@ bool pg_access_quiet_at(const pg_lookup_t *lk, cudaStream_t stream) {
   if (!st) return true; /* untracked stream: pg_access_conflicts_at finds nothing either */
   /* query_hits' first test for each region, without its lock or its call. */
   for (size_t i = 0; i < lk->total; i++)
-    if (!summary_clear(lk->hits[i].rec, lk->lo, lk->hi, st)) return false;
+    if (!pg_summary_clear(lk->hits[i].rec, lk->lo, lk->hi, st)) return false;
   return true;
 }
 

@@ -488,14 +488,33 @@ __attribute__((noinline)) static size_t overlapping_slow(uintptr_t lo, uintptr_t
 _Static_assert(sizeof(((pg_lookup_t *)0)->hits[0]) == sizeof(pg_region_hit_t),
                "a lookup's hits are region hits");
 
-size_t pg_region_lookup(const void *p, size_t n, pg_lookup_t *lk) {
+static inline __attribute__((always_inline)) size_t lookup(const void *p, size_t n,
+                                                           pg_lookup_t *lk) {
   uintptr_t lo = (uintptr_t)p, hi = lo + n < lo ? UINTPTR_MAX : lo + n;
   lk->lo = lo;
   lk->hi = hi;
+  lk->stream = NULL;
+  lk->quiet = false;
   /* Read first: a writer running meanwhile makes the lookup stale, never a stale one current. */
   lk->version = atomic_load_explicit(&g_seq, memory_order_acquire);
   lk->total = overlapping(lo, hi, (pg_region_hit_t *)(void *)lk->hits, PG_LOOKUP_HITS);
   return lk->total;
+}
+
+size_t pg_region_lookup(const void *p, size_t n, pg_lookup_t *lk) { return lookup(p, n, lk); }
+
+size_t pg_region_lookup_on(const void *p, size_t n, cudaStream_t stream, pg_lookup_t *lk) {
+  size_t total = lookup(p, n, lk);
+  /* pg_access_quiet_at's answer, which the common span (one region, the lookup just made)
+   * gets without a call. */
+  if (__builtin_expect(total == 1 && lk->hi > lk->lo && pg_lookup_current(lk), 1)) {
+    pg_stream_t *st = pg_stream_get(stream);
+    lk->stream = st;
+    lk->quiet = !st || pg_summary_clear(lk->hits[0].rec, lk->lo, lk->hi, st);
+  } else if (total) {
+    lk->quiet = pg_access_quiet_at(lk, stream);
+  }
+  return total;
 }
 
 const pg_region_hit_t *pg_regions_of_lookup_slow(const pg_lookup_t *lk, pg_region_hit_t *out,

@@ -16,11 +16,6 @@
 static atomic_int g_fast_unwind = PG_UNWIND_FP;
 static atomic_uint g_next_thread = 1;
 
-/* The calling thread's stack bounds, learned on its first capture (pthread_getattr_np may
- * allocate and read /proc, so never from a signal handler). */
-static __thread uintptr_t t_stack_lo, t_stack_hi;
-static __thread int t_stack_known;
-static __thread uint32_t t_thread_number;
 
 /* Code where a frame-pointer walk may end without having broken: the C library's program and
  * thread entry (and the sanitizer runtimes' thread entry) are built without frame pointers and
@@ -72,12 +67,22 @@ static bool walk_may_end_at(uintptr_t ret) {
   return false;
 }
 
-/* Break points (the last return address a walk reached) from which the unwinder found nothing
- * but end frames (a thread's entry in libc, for a thread function built without frame
- * pointers): the walk is then taken as complete there, and this thread stops paying for the
- * unwinder at that site. Direct-mapped, per thread: no lock. */
+/* Break points (the last return address a walk reached) where a walk is taken as complete: end
+ * frames (walk_may_end_at), and those from which the unwinder found nothing but end frames (a
+ * thread's entry in libc, for a thread function built without frame pointers). This thread then
+ * stops paying for the range scan, or the unwinder, at that site. Direct-mapped, per thread: no
+ * lock. */
 #define DEAD_ENDS 64
-static __thread uintptr_t t_dead_end[DEAD_ENDS];
+
+/* The calling thread's capture state, in one block (one thread-pointer offset for all of it):
+ * its stack bounds, learned on its first capture (pthread_getattr_np may allocate and read
+ * /proc, so never from a signal handler), its number and its break points. */
+static __thread struct {
+  uintptr_t lo, hi;
+  int known; /* 0: not yet learned; 1: lo and hi hold; -1: unknown (walks stop at frame 0) */
+  uint32_t number;
+  uintptr_t dead_end[DEAD_ENDS];
+} t_cap;
 
 static unsigned dead_end_slot(uintptr_t ret) { return (unsigned)((ret >> 4) ^ (ret >> 12)) % DEAD_ENDS; }
 
@@ -95,29 +100,29 @@ void pg_stack_set_fast_unwind(int fast) {
 }
 
 uint32_t pg_thread_number(void) {
-  if (!t_thread_number)
-    t_thread_number = atomic_fetch_add_explicit(&g_next_thread, 1, memory_order_relaxed);
-  return t_thread_number;
+  if (!t_cap.number)
+    t_cap.number = atomic_fetch_add_explicit(&g_next_thread, 1, memory_order_relaxed);
+  return t_cap.number;
 }
 
 static void learn_stack_bounds(void) {
   pthread_attr_t attr;
   void *addr = NULL;
   size_t size = 0;
-  t_stack_known = -1; /* unknown: walks stop at the first frame */
+  t_cap.known = -1; /* unknown: walks stop at the first frame */
   if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
   if (pthread_attr_getstack(&attr, &addr, &size) == 0 && size) {
-    t_stack_lo = (uintptr_t)addr;
-    t_stack_hi = (uintptr_t)addr + size;
-    t_stack_known = 1;
+    t_cap.lo = (uintptr_t)addr;
+    t_cap.hi = (uintptr_t)addr + size;
+    t_cap.known = 1;
   }
   pthread_attr_destroy(&attr);
 }
 
 bool pg_stack_bounds(uintptr_t *lo, uintptr_t *hi) {
-  if (t_stack_known != 1) return false;
-  *lo = t_stack_lo;
-  *hi = t_stack_hi;
+  if (t_cap.known != 1) return false;
+  *lo = t_cap.lo;
+  *hi = t_cap.hi;
   return true;
 }
 
@@ -129,15 +134,17 @@ static inline __attribute__((always_inline)) unsigned walk_frames(uintptr_t fp, 
                                                                  unsigned n, unsigned max,
                                                                  unsigned skip, bool *broken) {
   bool bad = true;
-  if (t_stack_known != 1) goto out;
+  if (t_cap.known != 1) goto out;
+  uintptr_t lo = t_cap.lo, hi = t_cap.hi;
   while (n < max) {
+    /* lo <= fp <= hi - 2 words, as one unsigned compare (hi - lo is at least a page). */
     if (fp & (sizeof(void *) - 1)) break;
-    if (fp < t_stack_lo || fp + 2 * sizeof(void *) > t_stack_hi) break;
+    if (fp - lo > hi - lo - 2 * sizeof(void *)) break;
     const uintptr_t *frame = (const uintptr_t *)fp;
     uintptr_t ret = frame[1], next = frame[0];
     /* A "return address" inside the stack is data: the frame was not a real one (code built
      * without frame pointers keeps other values in rbp). */
-    if (ret < 4096 || (ret >= t_stack_lo && ret < t_stack_hi)) break;
+    if (ret < 4096 || ret - lo < hi - lo) break;
     if (skip) skip--;
     else pc[n++] = (void *)ret;
     if (next == 0) {
@@ -185,7 +192,7 @@ __attribute__((noinline)) static unsigned redo_walk(pg_stack_t *out, unsigned n,
   unsigned m = unwind(ret, pc, skip, max_depth);
   bool gained = false;
   for (unsigned i = n; i < m && !gained; i++) gained = !walk_may_end_at((uintptr_t)pc[i]);
-  if (!gained) t_dead_end[dead_end_slot(last)] = last;
+  if (!gained) t_cap.dead_end[dead_end_slot(last)] = last;
   if (m > n) {
     memcpy(out->pc, pc, m * sizeof *pc);
     n = m;
@@ -193,44 +200,78 @@ __attribute__((noinline)) static unsigned redo_walk(pg_stack_t *out, unsigned n,
   return n;
 }
 
-/* noinline: the walk starts from this function's own frame, whose return address is pc[0]. */
-__attribute__((noinline)) void pg_stack_capture(pg_stack_t *out, unsigned skip,
-                                                unsigned max_depth) {
+/* A capture for a caller whose return address is `ret` and whose frame is at `fp` (its saved
+ * frame pointer: where the walk starts). pg_stack_capture and pg_stack_capture_here are this,
+ * from their own frames. */
+__attribute__((noinline)) static void capture(pg_stack_t *out, void *ret, uintptr_t fp,
+                                              unsigned skip, unsigned max_depth) {
   if (max_depth > PG_STACK_MAX) max_depth = PG_STACK_MAX;
   out->tid = pg_thread_number();
   out->depth = 0;
   out->flags = 0;
   out->py_depth = 0;
   if (max_depth == 0) return;
-  if (!t_stack_known) learn_stack_bounds();
+  if (!t_cap.known) learn_stack_bounds();
   int mode = atomic_load_explicit(&g_fast_unwind, memory_order_relaxed);
   if (mode == PG_UNWIND_EXACT) {
-    out->depth = (uint8_t)unwind(__builtin_return_address(0), out->pc, skip, max_depth);
+    out->depth = (uint8_t)unwind(ret, out->pc, skip, max_depth);
   } else {
     unsigned n = 0, s = skip;
-    if (s == 0) out->pc[n++] = __builtin_return_address(0); /* exact even if the walk fails */
+    if (s == 0) out->pc[n++] = ret; /* exact even if the walk fails */
     else s--;
-    /* This frame's saved fp leads to the caller's frame, whose slot [1] is the next return
-     * address: start the walk there. */
-    const uintptr_t *self = (const uintptr_t *)__builtin_frame_address(0);
     bool broken;
-    n = walk_frames(self[0], out->pc, n, max_depth, s, &broken);
+    n = walk_frames(fp, out->pc, n, max_depth, s, &broken);
     uintptr_t last = n ? (uintptr_t)out->pc[n - 1] : 0;
-    if (broken && (mode != PG_UNWIND_FP_REDO || !last || t_dead_end[dead_end_slot(last)] == last ||
-                   walk_may_end_at(last)))
-      broken = false;
+    if (broken && (mode != PG_UNWIND_FP_REDO || !last)) broken = false;
+    if (broken) {
+      /* A break point met before ends the walk at one compare; an end frame's is learned. */
+      uintptr_t *seen = &t_cap.dead_end[dead_end_slot(last)];
+      if (*seen == last) broken = false;
+      else if (walk_may_end_at(last)) *seen = last, broken = false;
+    }
     /* The walk broke in a frame without a frame pointer (libffi, a library built with
      * -fomit-frame-pointer): what it has not reached may be the caller's own code, so ask the
      * unwinder, which reads the unwind tables instead. */
-    if (broken) n = redo_walk(out, n, last, __builtin_return_address(0), skip, max_depth);
+    if (broken) n = redo_walk(out, n, last, ret, skip, max_depth);
     out->depth = (uint8_t)n;
   }
   pg_pystack_capture(out);
 }
 
+/* noinline: the walk starts from this function's own frame, whose return address is pc[0]. */
+__attribute__((noinline)) void pg_stack_capture(pg_stack_t *out, unsigned skip,
+                                                unsigned max_depth) {
+  const uintptr_t *self = (const uintptr_t *)__builtin_frame_address(0);
+  capture(out, __builtin_return_address(0), self[0], skip, max_depth);
+}
+
+/* capture(out, ret, fp, 0, PG_STACK_MAX) for the common thread (bounds known, number given,
+ * frame-pointer walks) without a call or a saved register: the walk that meets a break point
+ * it saw before, or none, is the whole capture. Anything else is capture()'s, which redoes the
+ * walk from the start (it has no side effect on out until then). */
+__attribute__((noinline)) void pg_stack_capture_here(pg_stack_t *out) {
+  void *ret = __builtin_return_address(0);
+  uintptr_t fp = ((const uintptr_t *)__builtin_frame_address(0))[0];
+  int mode = atomic_load_explicit(&g_fast_unwind, memory_order_relaxed);
+  if (__builtin_expect(t_cap.known != 1 || !t_cap.number || mode == PG_UNWIND_EXACT, 0))
+    return capture(out, ret, fp, 0, PG_STACK_MAX);
+  out->pc[0] = ret;
+  bool broken;
+  unsigned n = walk_frames(fp, out->pc, 1, PG_STACK_MAX, 0, &broken);
+  if (broken && mode == PG_UNWIND_FP_REDO) {
+    uintptr_t last = (uintptr_t)out->pc[n - 1];
+    if (__builtin_expect(t_cap.dead_end[dead_end_slot(last)] != last, 0))
+      return capture(out, ret, fp, 0, PG_STACK_MAX);
+  }
+  out->tid = t_cap.number;
+  out->depth = (uint8_t)n;
+  out->flags = 0;
+  pg_pystack_capture(out); /* sets py_depth */
+}
+
 void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_depth) {
   if (max_depth > PG_STACK_MAX) max_depth = PG_STACK_MAX;
-  out->tid = t_thread_number; /* no assignment here: may run in a signal handler */
+  out->tid = t_cap.number; /* no assignment here: may run in a signal handler */
   out->depth = 0;
   out->flags = 0;
   out->py_depth = 0;

@@ -53,6 +53,9 @@ static inline void pg_stack_copy(pg_stack_t *dst, const pg_stack_t *src) {
  * `skip` innermost frames. Allocation-free and lock-free after the thread's first call. */
 void pg_stack_capture(pg_stack_t *out, unsigned skip, unsigned max_depth);
 
+/* pg_stack_capture(out, 0, PG_STACK_MAX), cheaper: every interceptor's call. */
+void pg_stack_capture_here(pg_stack_t *out);
+
 /* Captures from a signal context: pc and frame pointer of the interrupted instruction. pc[0] is
  * that pc, marked PG_STACK_EXACT_PC0. */
 void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_depth);

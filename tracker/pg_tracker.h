@@ -4,6 +4,7 @@
 #ifndef PG_TRACKER_H
 #define PG_TRACKER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -73,9 +74,24 @@ typedef struct pg_lookup {
     uint64_t gen;
     uintptr_t base, end;
   } hits[PG_LOOKUP_HITS];
+  void *stream;           /* pg_region_lookup_on's stream record, kept for the begin (or NULL) */
+  bool quiet;             /* pg_region_lookup_on: what pg_access_quiet_at answered */
 } pg_lookup_t;
 /* Fills *lk for [p, p+n); returns how many regions overlap it. */
 size_t pg_region_lookup(const void *p, size_t n, pg_lookup_t *lk);
+/* The region index's sequence number: odd while a writer is changing it; every change moves
+ * it, and it never repeats. */
+extern atomic_ulong pg_regions_seq;
+/* Whether lookup lk is still current: no region was pinned or unpinned since it was made, and
+ * it holds every region it found. */
+static inline bool pg_lookup_current(const pg_lookup_t *lk) {
+  return lk->total <= PG_LOOKUP_HITS && !(lk->version & 1) &&
+         lk->version == atomic_load_explicit(&pg_regions_seq, memory_order_acquire);
+}
+/* The same, and in the same call what pg_access_quiet_at(lk, stream) would answer (lk->quiet).
+ * The stream's record is kept in lk, so that pg_access_begin_at does not look it up again: the
+ * lookup is for an op on `stream`, begun on it. */
+size_t pg_region_lookup_on(const void *p, size_t n, cudaStream_t stream, pg_lookup_t *lk);
 
 /* ---- the in-flight table -------------------------------------------------------------------
  * An access is recorded per region it touches ("piece"), each with its own completion event. */

@@ -91,15 +91,6 @@ typedef struct pg_region_hit {
 
 /* Regions overlapping [lo, hi), ascending by base; fills min(total, cap), returns total. */
 size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap);
-/* The region index's sequence number: odd while a writer is changing it; every change moves
- * it, and it never repeats. */
-extern atomic_ulong pg_regions_seq;
-/* Whether lookup lk is still current: no region was pinned or unpinned since it was made, and
- * it holds every region it found. */
-static inline bool pg_lookup_current(const pg_lookup_t *lk) {
-  return lk->total <= PG_LOOKUP_HITS && !(lk->version & 1) &&
-         lk->version == atomic_load_explicit(&pg_regions_seq, memory_order_acquire);
-}
 /* The regions overlapping lk's span (hits are lk's own while it is current, else out's). */
 const pg_region_hit_t *pg_regions_of_lookup_slow(const pg_lookup_t *lk, pg_region_hit_t *out,
                                                  size_t cap, size_t *total);
@@ -182,7 +173,8 @@ struct pg_stream {
   _Atomic uint64_t vc[PG_MAX_STREAMS]; /* vc[id] is this stream's own sequence */
   uint64_t legacy_seen;        /* legacy stream clock version last joined */
   pg_acc_t *fifo_head, *fifo_tail;
-  unsigned begins_since_poll;  /* begins since this stream's FIFO head was last polled */
+  unsigned poll_in;            /* begins left before the next poll of the FIFO's head */
+  unsigned poll_gap;           /* begins between polls (0: not yet set; see poll_fifo) */
   size_t nfifo;                /* accesses on the FIFO */
   cudaEvent_t *pool;           /* idle completion events */
   size_t npool, cap_pool;      /* cap_pool >= nevents: returning one never grows the pool */
@@ -198,6 +190,24 @@ extern __thread bool pg_t_in_hostfn;
 extern __thread pg_hostfn_pos_t pg_t_hostfn;
 extern _Atomic(pg_stream_t *) pg_streams_by_id[PG_MAX_STREAMS];
 extern atomic_uint pg_nids;    /* ids in use are 1 .. pg_nids-1 */
+
+/* A conflict check of [lo, hi) from stream st, without r's lock: true when r's summary says that
+ * nothing there can be another stream's access overlapping the range (quiet, or the set's
+ * accesses all outside it with no other stream owning r). False: look under the lock. */
+static inline bool pg_summary_clear(const pg_region_rec_t *r, uintptr_t lo, uintptr_t hi,
+                                 const pg_stream_t *st) {
+  uint32_t q = atomic_load_explicit(&r->quiet, memory_order_acquire);
+  if (q == PG_QUIET_EMPTY || q == st->id) return true;
+  if (q != 0) return false; /* another stream owns r, with nothing in the set */
+  unsigned s = atomic_load_explicit(&r->sum_seq, memory_order_acquire);
+  if (s & 1) return false;
+  bool clear = atomic_load_explicit(&r->quiet, memory_order_acquire) == 0;
+  uint32_t ow = atomic_load_explicit(&r->set_owner, memory_order_acquire);
+  uintptr_t slo = atomic_load_explicit(&r->set_lo, memory_order_acquire);
+  uintptr_t shi = atomic_load_explicit(&r->set_hi, memory_order_acquire);
+  if (atomic_load_explicit(&r->sum_seq, memory_order_relaxed) != s) return false;
+  return clear && (ow == 0 || ow == st->id) && (hi <= slo || lo >= shi);
+}
 /* Each device's legacy stream, and a version that moves with its clock. */
 extern _Atomic(pg_stream_t *) pg_legacy[PG_MAX_DEVICES];
 extern _Atomic uint64_t pg_legacy_version[PG_MAX_DEVICES];
