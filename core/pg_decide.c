@@ -91,7 +91,7 @@ static bool is_pinned(const void *p, size_t n, bool only_tracked, cudaStream_t s
 #define MAX_FOUND 64
 #define FAULT_FOUND 4
 
-static void fill_gpu(pg_gpu_access_t *g, const pg_access_t *a, uint64_t now) {
+static void fill_gpu(pg_gpu_access_t *g, const pg_access_t *a) {
   memset(g, 0, sizeof *g);
   g->what = a->origin.what;
   g->is_kernel = a->origin.func != NULL;
@@ -100,7 +100,7 @@ static void fill_gpu(pg_gpu_access_t *g, const pg_access_t *a, uint64_t now) {
   g->len = a->hi - a->lo;
   g->stream = (const void *)a->stream;
   g->device = a->device;
-  g->age_ns = now > a->enqueue_ns ? now - a->enqueue_ns : 0;
+  g->age_ns = pg_stamp_age_ns(a->enqueue_stamp);
   g->stack = &a->stack;
 }
 
@@ -110,9 +110,8 @@ static void report(pg_report_kind_t kind, const void *p, size_t n, const char *a
                    const pg_stack_t *access_stack, const pg_access_t *found, size_t have,
                    size_t total, pg_action_t action, uint64_t waited_ns, unsigned flags) {
   pg_gpu_access_t gpu[PG_REPORT_MAX_GPU];
-  uint64_t now = now_ns();
   size_t shown = have < PG_REPORT_MAX_GPU ? have : PG_REPORT_MAX_GPU;
-  for (size_t i = 0; i < shown; i++) fill_gpu(&gpu[i], &found[i], now);
+  for (size_t i = 0; i < shown; i++) fill_gpu(&gpu[i], &found[i]);
 
   pg_report_t r;
   memset(&r, 0, sizeof r);
@@ -363,23 +362,36 @@ static void settle_span(const pg_op_t *op, size_t i, const pg_lookup_t *lk) {
   settle(PG_KIND_DEVICE_ACCESS_CONFLICT, &q, op->api, &op->stack, found, MAX_FOUND, false, 0);
 }
 
-void pg_decide_before_op(pg_op_t *op) {
-  /* The common op, one sized span (a copy's host side): keep_pinned_spans and the loop below,
-   * for it alone. */
-  if (__builtin_expect(op->nspans == 1 && op->spans[0].n != 0, 1)) {
-    const pg_span_t *s = &op->spans[0];
-    if (!pg_region_lookup_on(s->p, s->n, op->stream, &op->lk[0]) &&
-        (op->only_tracked || !discovered_pinned(s->p, s->n) ||
-         !pg_region_lookup_on(s->p, s->n, op->stream, &op->lk[0]))) {
-      op->nspans = op->nlk = 0;
-      return;
-    }
-    op->nlk = 1;
-    check_span(op, 0, &op->lk[0]);
-    return;
-  }
+/* The spans of any op: those in pinned memory kept, each checked. */
+__attribute__((noinline)) static void before_op_spans(pg_op_t *op) {
   keep_pinned_spans(op);
   for (size_t i = 0; i < op->nspans; i++) check_span(op, i, i < op->nlk ? &op->lk[i] : NULL);
+}
+
+/* The one span of an op, in no region the tracker knows: pinned all the same, or dropped. */
+__attribute__((noinline)) static void before_op_unknown(pg_op_t *op) {
+  const pg_span_t *s = &op->spans[0];
+  if (op->only_tracked || !discovered_pinned(s->p, s->n) ||
+      !pg_region_lookup_on(s->p, s->n, op->stream, &op->lk[0])) {
+    op->nspans = op->nlk = 0;
+    return;
+  }
+  check_span(op, 0, &op->lk[0]);
+}
+
+void pg_decide_before_op(pg_op_t *op) {
+  /* The common op, one sized span (a copy's host side): before_op_spans for it alone, with the
+   * quiet answer of the lookup just made. */
+  if (__builtin_expect(op->nspans == 1 && op->spans[0].n != 0, 1)) {
+    const pg_span_t *s = &op->spans[0];
+    pg_lookup_t *lk = &op->lk[0];
+    op->nlk = 1;
+    if (__builtin_expect(!pg_region_lookup_on(s->p, s->n, op->stream, lk), 0))
+      return before_op_unknown(op);
+    if (__builtin_expect(lk->quiet && s->order == PG_SRC_STREAM, 1)) return;
+    return settle_span(op, 0, lk);
+  }
+  before_op_spans(op);
 }
 
 static inline __attribute__((always_inline)) void begin_accesses(const pg_op_t *op,
@@ -388,12 +400,13 @@ static inline __attribute__((always_inline)) void begin_accesses(const pg_op_t *
   pg_origin_t origin = {.what = op->what, .func = op->func};
   for (size_t i = 0; i < op->nspans; i++) {
     if (op->spans[i].order == PG_SRC_AT_CALL) continue; /* read during the call: done */
-    if (i < op->nlk) pg_access_begin_at(&op->lk[i], op->spans[i].dir, stream, &origin, st);
+    if (i < op->nlk) pg_access_begin_at(&op->lk[i], op->spans[i].dir, stream, origin, st);
     else pg_access_begin(op->spans[i].p, op->spans[i].n, op->spans[i].dir, stream, &origin, st);
   }
 }
 
-void pg_decide_after_op(pg_op_t *op) {
+/* Any op but the common one. */
+__attribute__((noinline)) static void after_op_spans(pg_op_t *op) {
   if (op->nspans == 0) {
     pg_hb_enqueue(op->stream);
     return;
@@ -403,14 +416,22 @@ void pg_decide_after_op(pg_op_t *op) {
     pg_capture_add(op->stream, op);
     return;
   }
-  if (__builtin_expect(op->nspans == 1 && op->nlk == 1 && op->spans[0].order != PG_SRC_AT_CALL,
-                       1)) {
-    pg_origin_t origin = {.what = op->what, .func = op->func};
-    pg_access_begin_at(&op->lk[0], op->spans[0].dir, op->stream, &origin, &op->stack);
-  } else {
-    begin_accesses(op, op->stream, &op->stack);
-  }
   pg_stat_inc(op->func ? PG_STAT_KERNELS_TRACKED : PG_STAT_COPIES_TRACKED);
+  begin_accesses(op, op->stream, &op->stack);
+}
+
+void pg_decide_after_op(pg_op_t *op) {
+  /* The common op, one span begun in stream order with no capture anywhere: the begin is the
+   * tail call. */
+  if (__builtin_expect(op->nspans == 1 && op->nlk == 1 && op->spans[0].order != PG_SRC_AT_CALL &&
+                           atomic_load_explicit(&active_captures, memory_order_acquire) == 0,
+                       1)) {
+    pg_stat_inc(op->func ? PG_STAT_KERNELS_TRACKED : PG_STAT_COPIES_TRACKED);
+    pg_access_begin_at(&op->lk[0], op->spans[0].dir, op->stream,
+                       (pg_origin_t){.what = op->what, .func = op->func}, &op->stack);
+    return;
+  }
+  after_op_spans(op);
 }
 
 void pg_decide_untracked_op(cudaStream_t s) { pg_hb_enqueue(s); }

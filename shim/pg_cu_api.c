@@ -77,8 +77,8 @@ PG_CU_UNPIN(cuMemHostUnregister, false, unregister)
     if (!pg_shim_start_tracking()) return PG_FORWARD_CU(name, dst, src, n, s);                \
     pg_op_t op;                                                                               \
     pg_op_begin(&op, #name, what, (cudaStream_t)s, ptsz);                                     \
-    PG_CAPTURE(&op.stack);                                                                    \
     add_spans;                                                                                \
+    PG_CAPTURE(&op.stack);                                                                    \
     return PG_TRACKED_CALL(&op, PG_FORWARD_CU(name, dst, src, n, s));                         \
   }
 #define HTOD_SPANS pg_op_add_span(&op, src, n, PG_DIR_READ)
@@ -118,8 +118,8 @@ static const char *pitched_what(CUmemorytype src, CUmemorytype dst) {
     pg_op_t op;                                                                               \
     pg_op_begin(&op, #name, pitched_what(p->srcMemoryType, p->dstMemoryType), (cudaStream_t)s, \
                 ptsz);                                                                        \
-    PG_CAPTURE(&op.stack);                                                                    \
     add_sides;                                                                                \
+    PG_CAPTURE(&op.stack);                                                                    \
     return PG_TRACKED_CALL(&op, PG_FORWARD_CU(name, p, s));                                   \
   }
 #define SIDES_2D                                                                              \

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "pg_stamp.h"
 #include "pg_tracker_internal.h"
 
 #define MAX_PIECES 64 /* regions one access or query may span (64 MiB pieces: 4 GiB) */
@@ -277,13 +278,6 @@ void pg_inflight_clear_region(pg_region_rec_t *r) { clear_region(r, false); }
 void pg_inflight_clear_region_child(pg_region_rec_t *r) { clear_region(r, true); }
 
 /* ---- begin ------------------------------------------------------------------------------------ */
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static atomic_ulong g_next_acc_id = 1;
 
 /* st->mu held, a new access on the FIFO: indexes it on its region's owner list when st owns the
  * region (claiming an unowned one if its lock is free: st->mu is held, so only a try), else
@@ -325,53 +319,160 @@ __attribute__((noinline)) static size_t poll_fifo(pg_stream_t *st, pg_acc_t **la
   return retired;
 }
 
-/* Inlined into the entry points: the call between them cost a prologue and eight arguments
- * per copy. cap (a constant at each call) bounds the pieces: 1 for the common span inside one
- * region, whose clip and piece loops then fold away. */
-static inline __attribute__((always_inline)) int begin(uintptr_t lo, uintptr_t hi,
-                                                       const pg_region_hit_t *hits, size_t nh,
-                                                       pg_dir_t dir, cudaStream_t stream,
-                                                       const pg_origin_t *origin,
-                                                       const pg_stack_t *stack, size_t cap,
-                                                       pg_stream_t *st_known);
+/* What every piece of one begin shares. */
+typedef struct begin_ctx {
+  pg_stream_t *st;
+  cudaStream_t stream;
+  pg_dir_t dir;
+  const pg_origin_t *origin;
+  const pg_stack_t *stack;
+  uint64_t t;         /* the enqueue stamp */
+  uint64_t op;        /* the first piece's id (0 before it) */
+  uint64_t first_seq; /* the first piece's sequence number */
+  bool hook;          /* a begin hook runs for each piece (guard pages) */
+} begin_ctx_t;
 
-int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
-                    const pg_origin_t *origin, const pg_stack_t *stack) {
-  uintptr_t lo = (uintptr_t)p, hi = lo + n < lo ? UINTPTR_MAX : lo + n;
-  if (!n || !pg_ops.event_record) return 0;
-  pg_region_hit_t hits[MAX_PIECES];
-  size_t nh = pg_regions_overlapping(lo, hi, hits, MAX_PIECES);
-  return begin(lo, hi, hits, nh, dir, stream, origin, stack, MAX_PIECES, NULL);
+/* st->mu held: one piece [lo, hi) of region hit h, recorded on the stream and put on its FIFO
+ * (indexed on the region's owner list, or left PG_IN_PENDING for begin_finish). NULL when no
+ * record or event could be had: the piece, and any after it, is not tracked. */
+static inline __attribute__((always_inline)) pg_acc_t *begin_piece(begin_ctx_t *c, uintptr_t lo,
+                                                                   uintptr_t hi,
+                                                                   const pg_region_hit_t *h) {
+  pg_stream_t *st = c->st;
+  pg_acc_t *a = pg_stream_alloc_acc(st);
+  if (!a) return NULL;
+  cudaEvent_t ev;
+  if (!pg_stream_take_event(st, &ev)) {
+    a->fifo_next = st->free_accs;
+    st->free_accs = a;
+    return NULL;
+  }
+  /* Recorded under the stream's lock, so the FIFO's order is the events' order on the stream,
+   * which retirement relies on. */
+  if (pg_ops.event_record(ev, c->stream) != PG_DEV_OK) {
+    pg_stream_give_event(st, ev);
+    a->fifo_next = st->free_accs;
+    st->free_accs = a;
+    return NULL;
+  }
+  uint64_t seq = LD(st->vc[st->id]) + 1;
+  atomic_store_explicit(&st->vc[st->id], seq, memory_order_relaxed);
+  /* Unique without a shared counter: the stream's id above its sequence number (2^44 pieces
+   * per stream). */
+  uint64_t id = (uint64_t)st->id << 44 | (seq & ((UINT64_C(1) << 44) - 1));
+  if (!c->op) {
+    c->op = id;
+    c->first_seq = seq;
+  }
+  a->pub.id = id;
+  a->pub.op = c->op;
+  a->pub.lo = lo;
+  a->pub.hi = hi;
+  a->pub.dir = c->dir;
+  a->pub.stream = c->stream;
+  a->pub.stream_id = st->id;
+  a->pub.device = LD(st->device);
+  a->pub.seq = seq;
+  a->pub.event = ev;
+  a->pub.enqueue_stamp = c->t;
+  a->pub.region_base = h->base;
+  a->pub.region_size = h->end - h->base;
+  if (c->origin) a->pub.origin = *c->origin;
+  else a->pub.origin = (pg_origin_t){NULL, NULL};
+  if (c->stack) pg_stack_copy(&a->pub.stack, c->stack);
+  else a->pub.stack.depth = 0;
+  a->blocking = LD(st->blocking);
+  a->hooked = false;
+  /* Without a begin hook to run, retirement may take it as soon as it is indexed. */
+  atomic_store_explicit(&a->ready, !c->hook, memory_order_relaxed);
+  a->region = h->rec;
+  a->region_gen = h->gen;
+  a->stream = st;
+  a->fifo_next = NULL;
+  if (st->fifo_tail) st->fifo_tail->fifo_next = a;
+  else st->fifo_head = a;
+  st->fifo_tail = a;
+  st->nfifo++;
+  index_owned(st, a);
+  if (atomic_load_explicit(&a->where, memory_order_relaxed) == PG_IN_PENDING)
+    atomic_store_explicit(&a->ready, false, memory_order_relaxed);
+  return a;
 }
 
-/* A span over several regions, or a lookup no longer current: out of line, with its arrays. */
-__attribute__((noinline)) static int begin_at_many(const pg_lookup_t *lk, pg_dir_t dir,
-                                                   cudaStream_t stream, const pg_origin_t *origin,
-                                                   const pg_stack_t *stack) {
-  pg_region_hit_t buf[MAX_PIECES];
-  size_t nh;
-  const pg_region_hit_t *hits = pg_regions_of_lookup(lk, buf, MAX_PIECES, &nh);
-  return begin(lk->lo, lk->hi, hits, nh, dir, stream, origin, stack, MAX_PIECES, NULL);
+/* st->mu held, before the pieces: the periodic poll and the legacy stream's clock. */
+static inline __attribute__((always_inline)) size_t begin_enter(pg_stream_t *st,
+                                                                pg_acc_t **later) {
+  size_t retired = 0;
+  if (st->poll_in) st->poll_in--;
+  else retired = poll_fifo(st, later);
+  pg_stream_legacy_sync(st);
+  return retired;
 }
 
-int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
-                       const pg_origin_t *origin, const pg_stack_t *stack) {
-  if (lk->hi <= lk->lo || !pg_ops.event_record) return 0;
-  /* The common span: inside one region, found by a lookup that is still current. */
-  if (__builtin_expect(lk->total == 1 && pg_lookup_current(lk), 1))
-    return begin(lk->lo, lk->hi, (const pg_region_hit_t *)(const void *)lk->hits, 1, dir, stream,
-                 origin, stack, 1, lk->stream);
-  return begin_at_many(lk, dir, stream, origin, stack);
+/* After st->mu is released: the pieces that wait for their region's set, or for the begin
+ * hook, are made ready (out of line: the common piece, on its stream's own owner list with no
+ * hook, needs none of it). */
+__attribute__((noinline)) static void begin_finish(pg_stream_t *st, bool hook,
+                                                   uint64_t first_seq, pg_acc_t *const *accs,
+                                                   size_t ok) {
+  for (size_t i = 0; i < ok; i++) {
+    pg_acc_t *a = accs[i];
+    pg_region_rec_t *r = a->region;
+    if (atomic_load_explicit(&a->where, memory_order_relaxed) == PG_IN_PENDING) {
+      /* Not ready yet, so no retirement reads `where` meanwhile. A region removed since the
+       * lookup (or out of memory): the access is not indexed, but it still retires from its
+       * stream. */
+      pthread_mutex_lock(&r->mu);
+      bool indexed = LD(r->gen) == a->region_gen && set_insert(r, a);
+      atomic_store_explicit(&a->where, indexed ? PG_IN_SET : PG_IN_NONE, memory_order_relaxed);
+      if (indexed) set_quiet(r);
+      pthread_mutex_unlock(&r->mu);
+    }
+    /* The hook protects the piece's pages only now that it is indexed: a CPU access that
+     * faults on them from here on finds it. Not ready until the hook returned: no thread can
+     * retire the piece (and call the retire hook) before, so a guard page is never protected
+     * after its unprotect. */
+    if (hook) {
+      a->hook_lo = a->pub.lo;
+      a->hook_hi = a->pub.hi;
+      a->hooked = pg_hook_begin(&a->hook_lo, &a->hook_hi, a->pub.dir, pg_hook_ctx);
+      /* Its region's removal may have forgotten the pages before the hook counted them: undo
+       * the count now, since no retirement will. */
+      if (a->hooked && (atomic_load_explicit(&a->where, memory_order_acquire) == PG_IN_NONE ||
+                        LD(r->gen) != a->region_gen)) {
+        pg_hook_retire(a->hook_lo, a->hook_hi, a->pub.dir, pg_hook_ctx);
+        a->hooked = false;
+      }
+    }
+    atomic_store_explicit(&a->ready, true, memory_order_release);
+  }
+  /* A retirement that ran while these pieces were being made ready stopped at them; if the
+   * host already knows them complete (another thread waited on this stream meanwhile), nothing
+   * may come back to retire them, so this begin does. */
+  if (atomic_load_explicit(&pg_host_clock[st->id], memory_order_seq_cst) >= first_seq)
+    pg_stream_retire(st, 16); /* no sweeper thread: begins retire their own stream */
 }
 
-static inline __attribute__((always_inline)) int begin(uintptr_t lo, uintptr_t hi,
-                                                       const pg_region_hit_t *hits, size_t nh,
-                                                       pg_dir_t dir, cudaStream_t stream,
-                                                       const pg_origin_t *origin,
-                                                       const pg_stack_t *stack, size_t cap,
-                                                       pg_stream_t *st_known) {
-  if (nh > cap) nh = cap;
-  /* One piece per region, clipped so that no byte is tracked twice when regions overlap. */
+/* st->mu held until here: releases it, settles the counts, and finishes the pieces that need
+ * it. Returns what the begin returns. */
+static inline __attribute__((always_inline)) int begin_leave(begin_ctx_t *c, pg_acc_t *const *accs,
+                                                             size_t ok, bool pending,
+                                                             size_t retired, pg_acc_t *later) {
+  pg_stream_t *st = c->st;
+  if (ok) pg_stream_clock_changed(st);
+  pg_unlock(&st->mu);
+  if (later) pg_stream_retire_finish(st, later);
+  if (retired) atomic_fetch_sub_explicit(&pg_inflight_total, retired, memory_order_relaxed);
+  atomic_fetch_add_explicit(&pg_inflight_total, ok, memory_order_relaxed);
+  if (ok && (c->hook || pending)) begin_finish(st, c->hook, c->first_seq, accs, ok);
+  return ok ? (int)ok : -1;
+}
+
+/* Any span: one piece per region, clipped so that no byte is tracked twice when regions
+ * overlap. */
+static int begin(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t nh, pg_dir_t dir,
+                 cudaStream_t stream, const pg_origin_t *origin, const pg_stack_t *stack) {
+  if (nh > MAX_PIECES) nh = MAX_PIECES;
   uintptr_t plo[MAX_PIECES], phi[MAX_PIECES], cur = lo;
   size_t hit_of[MAX_PIECES], np = 0;
   for (size_t i = 0; i < nh; i++) {
@@ -384,126 +485,59 @@ static inline __attribute__((always_inline)) int begin(uintptr_t lo, uintptr_t h
     cur = b;
   }
   if (!np) return 0;
-  pg_stream_t *st = st_known ? st_known : pg_stream_get(stream);
+  pg_stream_t *st = pg_stream_get(stream);
   if (!st) return 0;
-
-  pg_acc_t *accs[MAX_PIECES];
-  size_t ok = 0, pending = 0;
-  uint64_t t = now_ns(), op = 0, first_seq = 0;
-  bool hook = pg_hook_begin != NULL;
-  pg_acc_t *later = NULL;
-  size_t retired = 0;
+  begin_ctx_t c = {.st = st, .stream = stream, .dir = dir, .origin = origin, .stack = stack,
+                   .t = pg_stamp(), .hook = pg_hook_begin != NULL};
+  pg_acc_t *accs[MAX_PIECES], *later = NULL;
+  size_t ok = 0;
+  bool pending = false;
   pg_lock(&st->mu);
-  if (st->poll_in) st->poll_in--;
-  else retired = poll_fifo(st, &later);
-  pg_stream_legacy_sync(st);
+  size_t retired = begin_enter(st, &later);
   for (; ok < np; ok++) {
-    pg_acc_t *a = pg_stream_alloc_acc(st);
+    pg_acc_t *a = begin_piece(&c, plo[ok], phi[ok], &hits[hit_of[ok]]);
     if (!a) break;
-    cudaEvent_t ev;
-    if (!pg_stream_take_event(st, &ev)) {
-      a->fifo_next = st->free_accs;
-      st->free_accs = a;
-      break;
-    }
-    /* Recorded under the stream's lock, so the FIFO's order is the events' order on the
-     * stream, which retirement relies on. */
-    if (pg_ops.event_record(ev, stream) != PG_DEV_OK) {
-      pg_stream_give_event(st, ev);
-      a->fifo_next = st->free_accs;
-      st->free_accs = a;
-      break;
-    }
-    uint64_t seq = LD(st->vc[st->id]) + 1;
-    atomic_store_explicit(&st->vc[st->id], seq, memory_order_relaxed);
-    const pg_region_hit_t *h = &hits[hit_of[ok]];
-    uint64_t id = atomic_fetch_add_explicit(&g_next_acc_id, 1, memory_order_relaxed);
-    if (!op) {
-      op = id;
-      first_seq = seq;
-    }
-    a->pub.id = id;
-    a->pub.op = op;
-    a->pub.lo = plo[ok];
-    a->pub.hi = phi[ok];
-    a->pub.dir = dir;
-    a->pub.stream = stream;
-    a->pub.stream_id = st->id;
-    a->pub.device = LD(st->device);
-    a->pub.seq = seq;
-    a->pub.event = ev;
-    a->pub.enqueue_ns = t;
-    a->pub.region_base = h->base;
-    a->pub.region_size = h->end - h->base;
-    if (origin) a->pub.origin = *origin;
-    else a->pub.origin = (pg_origin_t){NULL, NULL};
-    if (stack) pg_stack_copy(&a->pub.stack, stack);
-    else a->pub.stack.depth = 0;
-    a->blocking = LD(st->blocking);
-    a->hooked = false;
-    /* Without a begin hook to run, retirement may take it as soon as it is indexed. */
-    atomic_store_explicit(&a->ready, !hook, memory_order_relaxed);
-    a->region = h->rec;
-    a->region_gen = h->gen;
-    a->stream = st;
-    a->fifo_next = NULL;
-    if (st->fifo_tail) st->fifo_tail->fifo_next = a;
-    else st->fifo_head = a;
-    st->fifo_tail = a;
-    st->nfifo++;
-    index_owned(st, a);
-    if (atomic_load_explicit(&a->where, memory_order_relaxed) == PG_IN_PENDING) {
-      atomic_store_explicit(&a->ready, false, memory_order_relaxed);
-      pending++;
-    }
+    pending |= atomic_load_explicit(&a->where, memory_order_relaxed) == PG_IN_PENDING;
     accs[ok] = a;
   }
-  if (ok) pg_stream_clock_changed(st);
-  pg_unlock(&st->mu);
-  if (later) pg_stream_retire_finish(st, later);
-  if (retired) atomic_fetch_sub_explicit(&pg_inflight_total, retired, memory_order_relaxed);
-  atomic_fetch_add_explicit(&pg_inflight_total, ok, memory_order_relaxed);
+  return begin_leave(&c, accs, ok, pending, retired, later);
+}
 
-  if (hook || pending) {
-    for (size_t i = 0; i < ok; i++) {
-      pg_acc_t *a = accs[i];
-      pg_region_rec_t *r = a->region;
-      if (atomic_load_explicit(&a->where, memory_order_relaxed) == PG_IN_PENDING) {
-        /* Not ready yet, so no retirement reads `where` meanwhile. A region removed since the
-         * lookup (or out of memory): the access is not indexed, but it still retires from its
-         * stream. */
-        pthread_mutex_lock(&r->mu);
-        bool indexed = LD(r->gen) == a->region_gen && set_insert(r, a);
-        atomic_store_explicit(&a->where, indexed ? PG_IN_SET : PG_IN_NONE, memory_order_relaxed);
-        if (indexed) set_quiet(r);
-        pthread_mutex_unlock(&r->mu);
-      }
-      /* The hook protects the piece's pages only now that it is indexed: a CPU access that
-       * faults on them from here on finds it. Not ready until the hook returned: no thread can
-       * retire the piece (and call the retire hook) before, so a guard page is never protected
-       * after its unprotect. */
-      if (hook) {
-        a->hook_lo = a->pub.lo;
-        a->hook_hi = a->pub.hi;
-        a->hooked = pg_hook_begin(&a->hook_lo, &a->hook_hi, a->pub.dir, pg_hook_ctx);
-        /* Its region's removal may have forgotten the pages before the hook counted them:
-         * undo the count now, since no retirement will. */
-        if (a->hooked && (atomic_load_explicit(&a->where, memory_order_acquire) == PG_IN_NONE ||
-                          LD(r->gen) != a->region_gen)) {
-          pg_hook_retire(a->hook_lo, a->hook_hi, a->pub.dir, pg_hook_ctx);
-          a->hooked = false;
-        }
-      }
-      atomic_store_explicit(&a->ready, true, memory_order_release);
-    }
+int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
+                    const pg_origin_t *origin, const pg_stack_t *stack) {
+  uintptr_t lo = (uintptr_t)p, hi = lo + n < lo ? UINTPTR_MAX : lo + n;
+  if (!n || !pg_ops.event_record) return 0;
+  pg_region_hit_t hits[MAX_PIECES];
+  size_t nh = pg_regions_overlapping(lo, hi, hits, MAX_PIECES);
+  return begin(lo, hi, hits, nh, dir, stream, origin, stack);
+}
+
+/* The origin comes by value (two registers), so that a caller can make this its tail call. */
+int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
+                       pg_origin_t origin, const pg_stack_t *stack) {
+  if (lk->hi <= lk->lo || !pg_ops.event_record) return 0;
+  const pg_region_hit_t *h = (const pg_region_hit_t *)(const void *)lk->hits;
+  /* A span over several regions, or a lookup no longer current. */
+  if (__builtin_expect(lk->total != 1 || !pg_lookup_current(lk), 0)) {
+    pg_region_hit_t buf[MAX_PIECES];
+    size_t nh;
+    const pg_region_hit_t *hits = pg_regions_of_lookup(lk, buf, MAX_PIECES, &nh);
+    return begin(lk->lo, lk->hi, hits, nh, dir, stream, &origin, stack);
   }
-  /* A retirement that ran while these pieces were being made ready stopped at them; if the
-   * host already knows them complete (another thread waited on this stream meanwhile), nothing
-   * may come back to retire them, so this begin does. */
-  if (ok && (hook || pending) &&
-      atomic_load_explicit(&pg_host_clock[st->id], memory_order_seq_cst) >= first_seq)
-    pg_stream_retire(st, 16); /* no sweeper thread: begins retire their own stream */
-  return ok ? (int)ok : -1;
+  /* The common span: inside one region, found by a lookup that is still current, made for an
+   * op on this stream (whose record it kept): begin's one piece, without its arrays. */
+  uintptr_t lo = h->base > lk->lo ? h->base : lk->lo, hi = h->end < lk->hi ? h->end : lk->hi;
+  if (lo >= hi) return 0;
+  pg_stream_t *st = lk->stream ? (pg_stream_t *)lk->stream : pg_stream_get(stream);
+  if (!st) return 0;
+  begin_ctx_t c = {.st = st, .stream = stream, .dir = dir, .origin = &origin, .stack = stack,
+                   .t = pg_stamp(), .hook = pg_hook_begin != NULL};
+  pg_acc_t *later = NULL;
+  pg_lock(&st->mu);
+  size_t retired = begin_enter(st, &later);
+  pg_acc_t *a = begin_piece(&c, lo, hi, h);
+  bool pending = a && atomic_load_explicit(&a->where, memory_order_relaxed) == PG_IN_PENDING;
+  return begin_leave(&c, &a, a != NULL, pending, retired, later);
 }
 
 /* ---- queries ------------------------------------------------------------------------------- */

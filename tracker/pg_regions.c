@@ -414,6 +414,8 @@ static size_t walk(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap)
 
 static size_t overlapping_slow(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap,
                                unsigned long now);
+static size_t overlapping_scan(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap,
+                               unsigned long now);
 
 /* The memo of regions found alone answers most lookups; everything else is out of line, so
  * that this path saves no registers. Inlined into pg_region_lookup too. */
@@ -424,21 +426,30 @@ static inline __attribute__((always_inline)) size_t overlapping(uintptr_t lo, ui
   /* The entry that answered last (copies go on into the same buffer), then the one hinted for
    * this address, then the rest. */
   unsigned i = t_solo_last;
-  if (__builtin_expect(t_solo[i].seq == now && t_solo[i].base <= lo && hi <= t_solo[i].end, 1))
-    goto hit;
+  if (__builtin_expect(t_solo[i].seq == now && t_solo[i].base <= lo && hi <= t_solo[i].end, 1)) {
+    if (cap)
+      out[0] = (pg_region_hit_t){t_solo[i].rec, t_solo[i].gen, t_solo[i].base, t_solo[i].end};
+    return 1;
+  }
+  return overlapping_scan(lo, hi, out, cap, now);
+}
+
+/* The rest of the memo of regions found alone (the hinted entry first), then the index. */
+__attribute__((noinline)) static size_t overlapping_scan(uintptr_t lo, uintptr_t hi,
+                                                         pg_region_hit_t *out, size_t cap,
+                                                         unsigned long now) {
   unsigned hint = solo_hint_slot(lo);
   for (unsigned k = 0; k <= SOLO_CACHE; k++) {
-    i = k == 0 ? t_solo_hint[hint] : k - 1;
+    unsigned i = k == 0 ? t_solo_hint[hint] : k - 1;
     if (t_solo[i].seq == now && t_solo[i].base <= lo && hi <= t_solo[i].end) {
       t_solo_last = i;
       t_solo_hint[hint] = (uint8_t)i;
-      goto hit;
+      if (cap)
+        out[0] = (pg_region_hit_t){t_solo[i].rec, t_solo[i].gen, t_solo[i].base, t_solo[i].end};
+      return 1;
     }
   }
   return overlapping_slow(lo, hi, out, cap, now);
-hit:
-  if (cap) out[0] = (pg_region_hit_t){t_solo[i].rec, t_solo[i].gen, t_solo[i].base, t_solo[i].end};
-  return 1;
 }
 
 size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap) {
@@ -503,6 +514,10 @@ static inline __attribute__((always_inline)) size_t lookup(const void *p, size_t
 
 size_t pg_region_lookup(const void *p, size_t n, pg_lookup_t *lk) { return lookup(p, n, lk); }
 
+__attribute__((noinline)) static void lookup_on_many(pg_lookup_t *lk, cudaStream_t stream) {
+  lk->quiet = pg_access_quiet_at(lk, stream);
+}
+
 size_t pg_region_lookup_on(const void *p, size_t n, cudaStream_t stream, pg_lookup_t *lk) {
   size_t total = lookup(p, n, lk);
   /* pg_access_quiet_at's answer, which the common span (one region, the lookup just made)
@@ -511,9 +526,9 @@ size_t pg_region_lookup_on(const void *p, size_t n, cudaStream_t stream, pg_look
     pg_stream_t *st = pg_stream_get(stream);
     lk->stream = st;
     lk->quiet = !st || pg_summary_clear(lk->hits[0].rec, lk->lo, lk->hi, st);
-  } else if (total) {
-    lk->quiet = pg_access_quiet_at(lk, stream);
+    return 1;
   }
+  if (total) lookup_on_many(lk, stream);
   return total;
 }
 

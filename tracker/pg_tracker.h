@@ -13,6 +13,7 @@
 #include "pg_devops.h"
 #include "pg_kinds.h"
 #include "pg_stack.h"
+#include "pg_stamp.h"
 
 /* ---- setup ----------------------------------------------------------------------------------
  * The GPU operations the tracker performs come from the table the API layer fills
@@ -110,7 +111,7 @@ typedef struct pg_access {
   int device;           /* the stream's device */
   uint64_t seq;         /* position in the stream's order */
   cudaEvent_t event;    /* recorded on the stream right after the access was enqueued */
-  uint64_t enqueue_ns;  /* CLOCK_MONOTONIC */
+  uint64_t enqueue_stamp; /* pg_stamp() at the begin: pg_stamp_age_ns gives its age */
   uintptr_t region_base;
   size_t region_size;
   pg_origin_t origin;
@@ -124,7 +125,7 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
                     const pg_origin_t *origin, const pg_stack_t *stack);
 /* The same, for the span of lookup *lk (made by pg_region_lookup). */
 int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
-                       const pg_origin_t *origin, const pg_stack_t *stack);
+                       pg_origin_t origin, const pg_stack_t *stack);
 /* In-flight accesses overlapping [p, p+n): all of them, or only those that may write
  * (writes_only). Fills min(total, cap) of out, returns total. Completed ones are not counted. */
 size_t pg_inflight_query(const void *p, size_t n, int writes_only, pg_access_t *out, size_t cap);

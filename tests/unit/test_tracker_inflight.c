@@ -333,6 +333,13 @@ Test(tracker_inflight, stack_and_time_are_kept) {
   cr_assert_eq(pg_inflight_query(buf, 64, 0, &a, 1), 1);
   cr_assert_eq(a.stack.depth, 1);
   cr_assert_eq(a.stack.pc[0], (void *)0xabc);
-  cr_assert_neq(a.enqueue_ns, 0);
+  cr_assert_neq(a.enqueue_stamp, 0);
   cr_assert_null(a.origin.what);
+  /* The stamp's age, in nanoseconds: at least the 20 ms slept since, and not wildly more. */
+  struct timespec nap = {0, 20 * 1000 * 1000};
+  nanosleep(&nap, NULL);
+  uint64_t age = pg_stamp_age_ns(a.enqueue_stamp);
+  cr_assert_geq(age, 19u * 1000 * 1000, "age %llu ns", (unsigned long long)age);
+  cr_assert_lt(age, 5ull * 1000 * 1000 * 1000, "age %llu ns", (unsigned long long)age);
+  cr_assert_eq(pg_stamp_age_ns(pg_stamp() + (1ull << 40)), 0, "a stamp not yet reached");
 }
