@@ -22,7 +22,10 @@
 #                   copy of each pinguard function, and the self instructions per copy of every
 #                   function, audit minus runtime + record
 # Each count leaves out the thread hand-off (the C library's waits and wakes, whose number
-# depends on how the scheduler interleaved the threads; see instr_profile.py), and both programs
+# depends on how the scheduler interleaved the threads) and charges the C library's allocator a
+# flat 100 instructions per call (what a call costs moves with the heap's layout; see
+# instr_profile.py work); pinguard_allocs_per_copy is how many allocator calls pinguard itself
+# makes per copy (0 in steady state; the budget check fails above 0.05), and both programs
 # run with --gate (each batch waits behind a host function until it is enqueued, so what pinguard
 # does per copy does not depend on how far the stream's worker got): two invocations then agree
 # within about 30 instructions per copy. Prints one JSON line. Environment: BENCH_SHIM,
@@ -87,6 +90,8 @@ work_ir() {
     exit 1
   fi
   python3 "$here/instr_profile.py" work "$file"
+  [ "$mode" != audit ] || python3 "$here/instr_profile.py" allocs libpinguard.so "$file" \
+    >"$out/allocs.$n"
 }
 
 # marginal mode: Ir per copy between the short and the long run.
@@ -105,8 +110,11 @@ geometry=""
 printf '{"bench":"instr","case":"%s","api":"%s","threads":%s,%s"copies":[%s,%s],' \
   "$case" "$api" "$threads" "$geometry" "$copies" "$long"
 rec_only=$(awk -v r="$record" -v n="$runtime" 'BEGIN {printf "%.1f", r - n}')
-printf '"runtime":%s,"runtime_record":%s,"audit":%s,"record":%s,"added_instr_per_copy":%s}\n' \
+allocs=$(awk -v a="$(cat "$out/allocs.$copies")" -v b="$(cat "$out/allocs.$long")" \
+  -v n=$(((long - copies) * per_run)) 'BEGIN {printf "%.3f", (b - a) / n}')
+printf '"runtime":%s,"runtime_record":%s,"audit":%s,"record":%s,"added_instr_per_copy":%s,' \
   "$runtime" "$record" "$audit" "$rec_only" "$added"
+printf '"pinguard_allocs_per_copy":%s}\n' "$allocs"
 
 if [ -n "$profile" ]; then
   f=$profile/callgrind.$case.t$threads
@@ -115,6 +123,11 @@ if [ -n "$profile" ]; then
     >"$profile/profile.$case.t$threads.md"
 fi
 if [ -n "$budget" ]; then
+  awk -v a="$allocs" 'BEGIN {exit !(a <= 0.05)}' || {
+    echo "instr.sh: pinguard makes $allocs allocator calls per copy ($case, $api," \
+      "$threads thread(s)); its per-copy path allocates nothing" >&2
+    exit 1
+  }
   awk -v a="$added" -v b="$budget" 'BEGIN {exit !(a <= b)}' || {
     echo "instr.sh: added_instr_per_copy $added is above the budget $budget ($case, $api," \
       "$threads thread(s))" >&2

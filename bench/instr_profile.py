@@ -2,11 +2,19 @@
 """instr_profile.py: reads callgrind files for bench/instr.sh.
 
   instr_profile.py work FILE
-      The run's instructions, less the thread hand-off: the self instructions of the C library's
-      blocking and waking primitives (condition variable waits and wakes, futex waits, lock slow
-      paths, cancellation points, sched_yield). How many of those a run executes depends on how
-      the scheduler interleaved the caller and the stream's worker thread, not on the work done,
-      and it is what made totals differ by up to 1% between identical runs.
+      The run's instructions, with two parts counted otherwise:
+      - the thread hand-off is left out: the self instructions of the C library's blocking and
+        waking primitives (condition variable waits and wakes, futex waits, lock slow paths,
+        cancellation points, sched_yield). How many of those a run executes depends on how the
+        scheduler interleaved the caller and the stream's worker thread, not on the work done,
+        and it is what made totals differ by up to 1% between identical runs;
+      - the C library's allocator is charged ALLOC_CALL_IR per call (malloc, calloc, realloc,
+        free and the like, from anywhere but the allocator itself) instead of the instructions
+        it ran. What a call costs depends on the heap's layout, which any change in what the
+        process allocated moves: simcuda allocates a few blocks per call, and the same pinguard
+        paths measured from 114 to 161 instructions per copy apart between builds, all of it in
+        _int_malloc. A call pinguard adds still counts, at the flat rate (and bench/instr.sh
+        fails when pinguard itself allocates per copy: `allocs`).
   instr_profile.py profile --copies N AUDIT_SHORT AUDIT_LONG [--base SHORT LONG] [--min 5]
       Where the instructions per copy go, function by function, as markdown. Every figure is
       marginal: (count in the long run - count in the short run) / N, so start-up and exit cancel.
@@ -22,15 +30,35 @@ from collections import defaultdict
 HANDOFF = re.compile(r"^(pthread_cond_(wait|timedwait|clockwait|signal|broadcast)|__condvar_|"
                      r"__futex|futex_|__lll_lock_w|__pthread_mutex_cond_lock|"
                      r"__pthread_(enable|disable)_asynccancel|sched_yield)")
+# The C library's allocator: its entry points, and the internals they run.
+ALLOC_ENTRY = re.compile(r"^(__libc_)?(malloc|calloc|realloc|reallocarray|free|cfree|memalign|"
+                         r"posix_memalign|aligned_alloc|valloc|pvalloc)$")
+ALLOC_INTERNAL = re.compile(r"^(_int_|malloc_consolidate|unlink_chunk|sysmalloc|alloc_perturb|"
+                            r"tcache_|mremap_chunk|munmap_chunk|systrim|heap_trim|arena_|"
+                            r"get_free_list|new_heap|shrink_heap|grow_heap|_mid_memalign|"
+                            r"ptmalloc_init|malloc_init)")
+ALLOC_CALL_IR = 100  # what one allocator call is charged (a glibc malloc + free: 100 to 300)
 
 
-def parse(path):
-    """(summary Ir, {(object, function): self Ir}, {(object, function): inclusive Ir})."""
+def libc(ob):
+    return "/libc.so" in (ob or "") or (ob or "").startswith("libc.so")
+
+
+def is_alloc(ob, fn):
+    f = base_name(fn)
+    return libc(ob) and (ALLOC_ENTRY.match(f) or ALLOC_INTERNAL.match(f))
+
+
+def parse(path, with_calls=False):
+    """(summary Ir, {(object, function): self Ir}, {(object, function): inclusive Ir}); with
+    with_calls, also {((caller object, function), (callee object, function)): call count}."""
     names = {"fn": {}, "ob": {}}
     self_ = defaultdict(int)
     calls = defaultdict(int)
+    counts = defaultdict(int)
     summary = 0
     ob = fn = None
+    cob = callee = None
     in_call = False
 
     def name(kind, text):
@@ -55,17 +83,30 @@ def parse(path):
             elif line.startswith("fn="):
                 fn = name("fn", line[3:].strip())
             elif line.startswith("cfn="):
-                name("fn", line[4:].strip())
+                # A callee in another object was named by the cob= line just before.
+                callee = (cob if cob is not None else ob, name("fn", line[4:].strip()))
+                cob = None
             elif line.startswith("ob="):
                 ob = name("ob", line[3:].strip())
             elif line.startswith("cob="):
-                name("ob", line[4:].strip())
+                cob = name("ob", line[4:].strip())
             elif line.startswith("calls="):
                 in_call = True
+                if with_calls and callee is not None:
+                    counts[((ob, fn), callee)] += int(line[6:].split()[0])
             elif line.startswith("summary:") or line.startswith("totals:"):
                 summary = int(line.split()[1])
     incl = {k: self_.get(k, 0) + calls.get(k, 0) for k in set(self_) | set(calls)}
+    if with_calls:
+        return summary, self_, incl, counts
     return summary, self_, incl
+
+
+def alloc_calls(counts, caller_ob=None):
+    """Calls into the allocator from outside it (from objects named caller_ob only, if given)."""
+    return sum(n for ((ob, fn), (cob, cfn)), n in counts.items()
+               if is_alloc(cob, cfn) and ALLOC_ENTRY.match(base_name(cfn)) and
+               not is_alloc(ob, fn) and (caller_ob is None or (ob or "").endswith(caller_ob)))
 
 
 def base_name(fn):
@@ -77,8 +118,14 @@ def handoff(self_):
 
 
 def work(path):
-    summary, self_, _ = parse(path)
-    return summary - handoff(self_)
+    summary, self_, _, counts = parse(path, with_calls=True)
+    alloc_self = sum(v for (ob, fn), v in self_.items() if is_alloc(ob, fn))
+    return summary - handoff(self_) - alloc_self + ALLOC_CALL_IR * alloc_calls(counts)
+
+
+def allocs(path, caller_ob):
+    """Allocator calls made by object caller_ob (bench/instr.sh: pinguard's, per copy)."""
+    return alloc_calls(parse(path, with_calls=True)[3], caller_ob)
 
 
 def by_function(self_, incl):
@@ -94,13 +141,15 @@ def by_function(self_, incl):
 
 
 def marginal(short, long_, n):
-    _, s1, i1 = parse(short)
-    _, s2, i2 = parse(long_)
+    """Marginal self and inclusive instructions per copy of each function, and allocator calls
+    per copy."""
+    _, s1, i1, c1 = parse(short, with_calls=True)
+    _, s2, i2, c2 = parse(long_, with_calls=True)
     s1, i1 = by_function(s1, i1)
     s2, i2 = by_function(s2, i2)
     ms = {k: (s2.get(k, 0) - s1.get(k, 0)) / n for k in set(s1) | set(s2)}
     mi = {k: (i2.get(k, 0) - i1.get(k, 0)) / n for k in set(i1) | set(i2)}
-    return ms, mi
+    return ms, mi, (alloc_calls(c2) - alloc_calls(c1)) / n
 
 
 def obj(k):
@@ -108,7 +157,7 @@ def obj(k):
 
 
 def profile(a):
-    ms, mi = marginal(a.short, a.long, a.copies)
+    ms, mi, ma = marginal(a.short, a.long, a.copies)
     print("| pinguard function | inclusive per copy | self per copy |")
     print("|---|---|---|")
     rows = [k for k in mi if obj(k) == "libpinguard.so" and mi[k] >= a.min]
@@ -116,19 +165,22 @@ def profile(a):
         print(f"| `{k[1]}` | {mi[k]:,.0f} | {ms.get(k, 0):,.0f} |")
     if not a.base:
         return 0
-    bs, _ = marginal(a.base[0], a.base[1], a.copies)
+    bs, _, ba = marginal(a.base[0], a.base[1], a.copies)
     diff = {k: ms.get(k, 0) - bs.get(k, 0) for k in set(ms) | set(bs)
-            if not HANDOFF.match(k[1])}
+            if not HANDOFF.match(k[1]) and not is_alloc(*k)}
     print()
     print("| function (object) | self per copy, pinguard minus runtime + record |")
     print("|---|---|")
-    shown = 0.0
+    alloc = ALLOC_CALL_IR * (ma - ba)
+    print(f"| the C library's allocator: {ma - ba:+.2f} calls per copy at {ALLOC_CALL_IR} each "
+          f"| {alloc:,.0f} |")
+    shown = alloc
     for k in sorted(diff, key=lambda k: (-abs(diff[k]), k[1])):
         if abs(diff[k]) < a.min:
             continue
         shown += diff[k]
         print(f"| `{k[1]}` ({obj(k)}) | {diff[k]:,.0f} |")
-    total = sum(diff.values())
+    total = sum(diff.values()) + alloc
     print(f"| (the rest, under {a.min:g} each) | {total - shown:,.0f} |")
     print(f"| **total** | **{total:,.0f}** |")
     return 0
@@ -145,9 +197,15 @@ def main():
     p.add_argument("long")
     p.add_argument("--base", nargs=2, metavar=("SHORT", "LONG"))
     p.add_argument("--min", type=float, default=5.0, help="rows below this are left out")
+    c = sub.add_parser("allocs")
+    c.add_argument("object", help="the calling object's file name, e.g. libpinguard.so")
+    c.add_argument("file")
     a = ap.parse_args()
     if a.cmd == "work":
         print(work(a.file))
+        return 0
+    if a.cmd == "allocs":
+        print(allocs(a.file, a.object))
         return 0
     return profile(a)
 

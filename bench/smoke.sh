@@ -110,7 +110,8 @@ assert d["runtime"] > 500 and d["record"] > 200 and d["added_instr_per_copy"] > 
     fi
     for f in "$here"/report.py "$here"/gpu/*.py; do
       python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$f" || fail "$f"
-    done ;;
+    done
+    python3 "$here/instr_profile_test.py" || fail "instr_profile.py's counting rules" ;;
   *) fail "usage: smoke.sh copy|scale|guard|register|run|instr|scripts" ;;
 esac
 echo "ok"

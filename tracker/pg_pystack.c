@@ -62,7 +62,7 @@ static const layout_t layouts[] = {
 #define ASCII_LENGTH 16
 #define ASCII_STATE 32
 
-static const layout_t *volatile g_layout; /* NULL: capture off */
+const void *volatile pg_pystack_layout; /* the layout_t in use; NULL: capture off */
 static pg_py_state_t g_state = PG_PY_ABSENT;
 static unsigned g_version;
 static void *(*g_this_thread_state)(void); /* PyGILState_GetThisThreadState */
@@ -235,7 +235,7 @@ static void capture_with(const layout_t *L, pg_stack_t *out);
 /* Most processes are not Python: one load and out, with the reader's frame out of line. */
 void pg_pystack_capture(pg_stack_t *out) {
   out->py_depth = 0;
-  const layout_t *L = g_layout;
+  const layout_t *L = pg_pystack_layout;
   if (L) capture_with(L, out);
 }
 
@@ -288,7 +288,7 @@ static unsigned detect_version(void) {
 
 pg_py_state_t pg_pystack_init(bool enable, unsigned *version) {
   static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-  g_layout = NULL;
+  pg_pystack_layout = NULL;
   g_state = PG_PY_ABSENT;
   void *tss = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
   void *code = dlsym(RTLD_DEFAULT, "PyCode_Type");
@@ -318,7 +318,7 @@ pg_py_state_t pg_pystack_init(bool enable, unsigned *version) {
   static unsigned char probe[BLOCK] __attribute__((aligned(BLOCK))), copy[BLOCK];
   if (vm_read(getpid(), copy, probe, BLOCK) != BLOCK) return g_state;
   g_state = PG_PY_READY;
-  if (enable) g_layout = L;
+  if (enable) pg_pystack_layout = L;
   return g_state;
 }
 
@@ -436,7 +436,7 @@ static int line_of(int format, const unsigned char *t, size_t n, int first, int 
 
 bool pg_pystack_resolve(const void *code, int32_t offset, pg_pyframe_t *out) {
   memset(out, 0, sizeof *out);
-  const layout_t *L = g_layout;
+  const layout_t *L = pg_pystack_layout;
   if (!L) return false;
   reader_t r;
   reader_init(&r);

@@ -26,6 +26,9 @@ pg_py_state_t pg_pystack_init(bool enable, unsigned *version);
 /* Appends the calling thread's Python frames (innermost first) to out's py_* fields. Cheap when
  * there is no Python: one relaxed load. */
 void pg_pystack_capture(struct pg_stack *out);
+/* Non-NULL while Python frames are captured: a caller that has set py_depth to 0 may test it
+ * before the call. */
+extern const void *volatile pg_pystack_layout;
 
 /* One Python frame, resolved. */
 typedef struct pg_pyframe {

@@ -504,15 +504,17 @@ static inline __attribute__((always_inline)) size_t lookup(const void *p, size_t
   uintptr_t lo = (uintptr_t)p, hi = lo + n < lo ? UINTPTR_MAX : lo + n;
   lk->lo = lo;
   lk->hi = hi;
-  lk->stream = NULL;
-  lk->quiet = false;
   /* Read first: a writer running meanwhile makes the lookup stale, never a stale one current. */
   lk->version = atomic_load_explicit(&g_seq, memory_order_acquire);
   lk->total = overlapping(lo, hi, (pg_region_hit_t *)(void *)lk->hits, PG_LOOKUP_HITS);
   return lk->total;
 }
 
-size_t pg_region_lookup(const void *p, size_t n, pg_lookup_t *lk) { return lookup(p, n, lk); }
+size_t pg_region_lookup(const void *p, size_t n, pg_lookup_t *lk) {
+  lk->stream = NULL;
+  lk->quiet = false;
+  return lookup(p, n, lk);
+}
 
 __attribute__((noinline)) static void lookup_on_many(pg_lookup_t *lk, cudaStream_t stream) {
   lk->quiet = pg_access_quiet_at(lk, stream);
@@ -528,6 +530,8 @@ size_t pg_region_lookup_on(const void *p, size_t n, cudaStream_t stream, pg_look
     lk->quiet = !st || pg_summary_clear(lk->hits[0].rec, lk->lo, lk->hi, st);
     return 1;
   }
+  lk->stream = NULL;
+  lk->quiet = false;
   if (total) lookup_on_many(lk, stream);
   return total;
 }

@@ -81,6 +81,7 @@ static __thread struct {
   uintptr_t lo, hi;
   int known; /* 0: not yet learned; 1: lo and hi hold; -1: unknown (walks stop at frame 0) */
   uint32_t number;
+  bool ready; /* known == 1 and number given: pg_stack_capture_here's one test */
   uintptr_t dead_end[DEAD_ENDS];
 } t_cap;
 
@@ -100,8 +101,10 @@ void pg_stack_set_fast_unwind(int fast) {
 }
 
 uint32_t pg_thread_number(void) {
-  if (!t_cap.number)
+  if (!t_cap.number) {
     t_cap.number = atomic_fetch_add_explicit(&g_next_thread, 1, memory_order_relaxed);
+    t_cap.ready = t_cap.known == 1;
+  }
   return t_cap.number;
 }
 
@@ -115,6 +118,7 @@ static void learn_stack_bounds(void) {
     t_cap.lo = (uintptr_t)addr;
     t_cap.hi = (uintptr_t)addr + size;
     t_cap.known = 1;
+    t_cap.ready = t_cap.number != 0;
   }
   pthread_attr_destroy(&attr);
 }
@@ -253,7 +257,7 @@ __attribute__((noinline)) void pg_stack_capture_here(pg_stack_t *out) {
   void *ret = __builtin_return_address(0);
   uintptr_t fp = ((const uintptr_t *)__builtin_frame_address(0))[0];
   int mode = atomic_load_explicit(&g_fast_unwind, memory_order_relaxed);
-  if (__builtin_expect(t_cap.known != 1 || !t_cap.number || mode == PG_UNWIND_EXACT, 0))
+  if (__builtin_expect(!t_cap.ready || mode == PG_UNWIND_EXACT, 0))
     return capture(out, ret, fp, 0, PG_STACK_MAX);
   out->pc[0] = ret;
   bool broken;
@@ -266,7 +270,8 @@ __attribute__((noinline)) void pg_stack_capture_here(pg_stack_t *out) {
   out->tid = t_cap.number;
   out->depth = (uint8_t)n;
   out->flags = 0;
-  pg_pystack_capture(out); /* sets py_depth */
+  out->py_depth = 0;
+  if (pg_pystack_layout) pg_pystack_capture(out);
 }
 
 void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_depth) {
