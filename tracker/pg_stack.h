@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define PG_STACK_MAX 16
 /* Python frames kept per stack (innermost first): deep enough to get from a library's internals
@@ -36,13 +37,17 @@ typedef struct pg_stack {
 /* Whether the file name of `path` (a loaded object's path) starts with one of `prefixes`. */
 bool pg_module_named(const char *path, const char *const *prefixes, size_t n);
 
-/* Copies the valid part of a stack (a stack record is a few hundred bytes, mostly unused). */
+/* Copies the valid part of a stack (a stack record is a few hundred bytes, mostly unused). The
+ * header and, for a stack of up to PG_STACK_SHORT frames, those frames go as fixed-size blocks
+ * (a few moves instead of a loop; slots past depth carry whatever they held and are never read). */
+#define PG_STACK_SHORT 4
 static inline void pg_stack_copy(pg_stack_t *dst, const pg_stack_t *src) {
-  dst->depth = src->depth;
-  dst->flags = src->flags;
-  dst->tid = src->tid;
-  dst->py_depth = src->py_depth;
-  for (unsigned i = 0; i < src->depth && i < PG_STACK_MAX; i++) dst->pc[i] = src->pc[i];
+  memcpy(dst, src, offsetof(pg_stack_t, pc)); /* depth, flags, tid, py_depth */
+  if (__builtin_expect(src->depth <= PG_STACK_SHORT, 1)) {
+    memcpy(dst->pc, src->pc, PG_STACK_SHORT * sizeof src->pc[0]);
+  } else {
+    for (unsigned i = 0; i < src->depth && i < PG_STACK_MAX; i++) dst->pc[i] = src->pc[i];
+  }
   for (unsigned i = 0; i < src->py_depth && i < PG_PYSTACK_MAX; i++) {
     dst->py_code[i] = src->py_code[i];
     dst->py_offset[i] = src->py_offset[i];
