@@ -60,7 +60,7 @@ done
 case $level in
   full)  reps=9; copies=300000; scale_copies=100000; regions=(10 1000 100000)
          inflight=(10 10000); chunks=64; llama_chunks=8; llama_reps=3; guard_iters=2000
-         instr_copies=(8192 1024 8192) ;;
+         instr_copies=(8192 2048 8192) ;;
   quick) reps=5; copies=30000; scale_copies=30000; regions=(10 1000 100000)
          inflight=(10 10000); chunks=16; llama_chunks=4; llama_reps=1; guard_iters=500
          instr_copies=(4096 1024 2048) ;;

@@ -271,6 +271,29 @@ Test(core, a_captured_copy_is_in_flight_at_each_graph_launch_only) {
   cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
 }
 
+/* The captured op's lookup kept the capture stream's record: the launch must begin the access on
+ * its own stream, so that later work on that stream is ordered after it and other streams' is
+ * not. */
+Test(core, a_graph_launch_begins_on_the_launch_stream_not_the_capture_stream) {
+  start("audit", NULL);
+  cudaGraph_t graph = (cudaGraph_t)0x79;
+  cudaGraphExec_t exec = (cudaGraphExec_t)0x7a;
+  streams[2].capturing = true;
+  pg_decide_capture_begun(S(2));
+  copy(2, 0, 4096, true); /* a device->host write, recorded into the capture */
+  streams[2].capturing = false;
+  pg_decide_capture_ended(S(2), graph);
+  pg_decide_graph_instantiated(exec, graph);
+  pg_stack_t st;
+  pg_stack_capture(&st, 0, PG_STACK_MAX);
+  pg_decide_graph_launched(exec, S(3), &st);
+  copy(3, 0, 4096, false); /* stream 3 reads after its own write: ordered */
+  cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
+  copy(2, 0, 4096, false); /* the capture's stream is not ordered after stream 3's write */
+  cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
+  pg_decide_graph_exec_destroyed(exec);
+}
+
 /* ---- unpinning, annotations, system calls --------------------------------------------------- */
 Test(core, enforce_waits_before_unpinning) {
   start("enforce", NULL);
