@@ -22,12 +22,6 @@
 static pg_devops_t dev; /* the API layer's GPU operations */
 
 /* ---- small helpers ------------------------------------------------------------------------- */
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static bool enforcing(void) { return pg_policy_enforcing(); }
 
 /* Active captures, counted from cudaStreamBeginCapture/EndCapture. Zero almost always, so the
@@ -190,14 +184,14 @@ static int settle(pg_report_kind_t kind, const probe_t *q, const char *access_wh
     pg_access_t first[PG_REPORT_MAX_GPU];
     size_t kept = have < PG_REPORT_MAX_GPU ? have : PG_REPORT_MAX_GPU;
     memcpy(first, found, kept * sizeof *first);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = pg_clock_ns();
     for (size_t left = total, n = have; left > 0;) {
       for (size_t i = 0; i < n; i++) pg_access_wait(&found[i]);
       if (left <= n) break;
       left = run_probe(q, found, cap);
       n = left < cap ? left : cap;
     }
-    waited = now_ns() - t0;
+    waited = pg_clock_ns() - t0;
     action = PG_ACTION_WAITED;
     pg_policy_note_wait(waited);
     memcpy(found, first, kept * sizeof *first);

@@ -245,16 +245,21 @@ Test(core, enforce_reports_instead_of_waiting_while_a_stream_captures) {
   cr_assert_eq(tp_count(log_text(), "ERROR: wait-during-capture"), 1, "%s", out);
 }
 
-Test(core, a_captured_copy_is_in_flight_at_each_graph_launch_only) {
-  start("audit", NULL);
-  cudaGraph_t graph = (cudaGraph_t)0x77;
-  cudaGraphExec_t exec = (cudaGraphExec_t)0x78;
+/* A device->host copy of buf's first page captured on stream 2 into graph, instantiated as exec:
+ * recorded into the capture, not run. */
+static void capture_a_copy(cudaGraph_t graph, cudaGraphExec_t exec) {
   streams[2].capturing = true;
   pg_decide_capture_begun(S(2));
-  copy(2, 0, 4096, true); /* recorded into the capture: not run */
+  copy(2, 0, 4096, true);
   streams[2].capturing = false;
   pg_decide_capture_ended(S(2), graph);
   pg_decide_graph_instantiated(exec, graph);
+}
+
+Test(core, a_captured_copy_is_in_flight_at_each_graph_launch_only) {
+  start("audit", NULL);
+  cudaGraphExec_t exec = (cudaGraphExec_t)0x78;
+  capture_a_copy((cudaGraph_t)0x77, exec);
   copy(1, 0, 4096, false);
   cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "nothing ran yet: %s", out);
   pg_stack_t st;
@@ -276,14 +281,8 @@ Test(core, a_captured_copy_is_in_flight_at_each_graph_launch_only) {
  * not. */
 Test(core, a_graph_launch_begins_on_the_launch_stream_not_the_capture_stream) {
   start("audit", NULL);
-  cudaGraph_t graph = (cudaGraph_t)0x79;
   cudaGraphExec_t exec = (cudaGraphExec_t)0x7a;
-  streams[2].capturing = true;
-  pg_decide_capture_begun(S(2));
-  copy(2, 0, 4096, true); /* a device->host write, recorded into the capture */
-  streams[2].capturing = false;
-  pg_decide_capture_ended(S(2), graph);
-  pg_decide_graph_instantiated(exec, graph);
+  capture_a_copy((cudaGraph_t)0x79, exec); /* a device->host write */
   pg_stack_t st;
   pg_stack_capture(&st, 0, PG_STACK_MAX);
   pg_decide_graph_launched(exec, S(3), &st);
