@@ -47,9 +47,16 @@ for bug in none store-no-sync retrieve-early-release; do
     for xfer in kernel memcpy batch; do
       args="--bug=$bug --transport=$transport --xfer=$xfer"
       exp=$(expected $bug $transport)
-      # shellcheck disable=SC2086
-      "$kvxfer" $args "$@" >"$tmp/out" 2>"$tmp/err"
-      c=$(corrupted "$tmp/out")
+      # A buggy cell corrupts only when its race happens; a run in which every copy finished
+      # before the CPU touched the buffer (nothing corrupted) is run again, up to three times.
+      tries=0
+      while :; do
+        tries=$((tries + 1))
+        # shellcheck disable=SC2086
+        "$kvxfer" $args "$@" >"$tmp/out" 2>"$tmp/err"
+        c=$(corrupted "$tmp/out")
+        [ "$exp" = corrupt ] && [ "$c" = 0 ] && [ "$tries" -lt 3 ] || break
+      done
       mark=" "
       ok "$exp" "$c" || { mark="!"; status=1; }
       line=$(printf '%-23s %-9s %-7s %-8s %s%-9s' "$bug" "$transport" "$xfer" "$exp" "$mark" "$c")
