@@ -201,6 +201,11 @@ def main():
     p(f"### Headline ({a.level} run, {a.seconds} s; scale key: {a.scale_hi} vs {a.scale_lo}, "
       f"enforce)")
     p("")
+    if a.level == "smoke":
+        p("A smoke run's sizes only check that each program runs (a few thousand copies, 512 for "
+          "the instruction counts, too few to pay off what the first copies cost): its figures say "
+          "nothing of speed. Run `bench/run.sh --quick` or the full run for them.")
+        p("")
     p("| key | value | target | met |")
     p("|---|---|---|---|")
     for k, v in head.items():
