@@ -202,9 +202,9 @@ def main():
       f"enforce)")
     p("")
     if a.level == "smoke":
-        p("A smoke run's sizes only check that each program runs (a few thousand copies, 512 for "
-          "the instruction counts, too few to pay off what the first copies cost): its figures say "
-          "nothing of speed. Run `bench/run.sh --quick` or the full run for them.")
+        p("A smoke run's sizes only check that each program runs (too few copies to pay off what "
+          "the first ones cost): its figures say nothing of speed. Run `bench/run.sh --quick` or "
+          "the full run for them.")
         p("")
     p("| key | value | target | met |")
     p("|---|---|---|---|")

@@ -38,6 +38,31 @@ ok() {
 
 preload="${PG_SHIM:-}${LD_PRELOAD:+:$LD_PRELOAD}"
 shim_opts="${PG_SHIM_OPTIONS:+:$PG_SHIM_OPTIONS}"
+
+# run_cell <out> <err> bare|audit|enforce [extra kvxfer options...]: runs the cell ($args, whose
+# expectation is $exp) without pinguard or under it in that mode, stdout and stderr to the files.
+# A buggy cell's race may not happen in a given run (every copy finished before the CPU touched
+# the buffer: nothing corrupted and nothing to report). Such a bare or audit run says nothing
+# either way and is run again, up to three times; a run that corrupted blocks without a report
+# is a miss at once. Enforce runs once: it must leave nothing corrupted whether or not it waited.
+run_cell() {
+  out=$1 err=$2 mode=$3
+  shift 3
+  tries=0
+  while :; do
+    tries=$((tries + 1))
+    if [ "$mode" = bare ]; then
+      # shellcheck disable=SC2086
+      "$kvxfer" $args "$@" >"$out" 2>"$err"
+    else
+      # shellcheck disable=SC2086
+      LD_PRELOAD="$preload" PINGUARD_OPTIONS="mode=$mode$shim_opts" \
+        "$kvxfer" $args "$@" >"$out" 2>"$err"
+    fi
+    [ "$mode" != enforce ] && [ "$exp" = corrupt ] && [ "$tries" -lt 3 ] &&
+      [ "$(corrupted "$out")" = 0 ] && ! grep -q 'pinguard: ERROR:' "$err" || break
+  done
+}
 status=0
 header="bug                     transport xfer    expect   corrupted"
 [ -n "${PG_SHIM:-}" ] && header="$header  audit-reports  enforce-corrupted"
@@ -47,37 +72,15 @@ for bug in none store-no-sync retrieve-early-release; do
     for xfer in kernel memcpy batch; do
       args="--bug=$bug --transport=$transport --xfer=$xfer"
       exp=$(expected $bug $transport)
-      # A buggy cell corrupts only when its race happens; a run in which every copy finished
-      # before the CPU touched the buffer (nothing corrupted) is run again, up to three times.
-      tries=0
-      while :; do
-        tries=$((tries + 1))
-        # shellcheck disable=SC2086
-        "$kvxfer" $args "$@" >"$tmp/out" 2>"$tmp/err"
-        c=$(corrupted "$tmp/out")
-        [ "$exp" = corrupt ] && [ "$c" = 0 ] && [ "$tries" -lt 3 ] || break
-      done
+      run_cell "$tmp/out" "$tmp/err" bare "$@"
+      c=$(corrupted "$tmp/out")
       mark=" "
       ok "$exp" "$c" || { mark="!"; status=1; }
       line=$(printf '%-23s %-9s %-7s %-8s %s%-9s' "$bug" "$transport" "$xfer" "$exp" "$mark" "$c")
       if [ -n "${PG_SHIM:-}" ]; then
-        # Audit lets the bug run, so its race may not happen in a given run (the copy finished
-        # before the CPU touched the buffer: nothing corrupted and nothing to report). Such a
-        # run says nothing either way and is run again, up to three times; a run that
-        # corrupted blocks without a report is a miss at once.
-        tries=0
-        while :; do
-          tries=$((tries + 1))
-          # shellcheck disable=SC2086
-          LD_PRELOAD="$preload" PINGUARD_OPTIONS="mode=audit$shim_opts" \
-            "$kvxfer" $args "$@" >"$tmp/aout" 2>"$tmp/aerr"
-          reports=$(grep -c 'pinguard: ERROR:' "$tmp/aerr")
-          [ "$exp" = corrupt ] && [ "$reports" = 0 ] && [ "$(corrupted "$tmp/aout")" = 0 ] &&
-            [ "$tries" -lt 3 ] || break
-        done
-        # shellcheck disable=SC2086
-        LD_PRELOAD="$preload" PINGUARD_OPTIONS="mode=enforce$shim_opts" \
-          "$kvxfer" $args "$@" >"$tmp/eout" 2>"$tmp/eerr"
+        run_cell "$tmp/aout" "$tmp/aerr" audit "$@"
+        reports=$(grep -c 'pinguard: ERROR:' "$tmp/aerr")
+        run_cell "$tmp/eout" "$tmp/eerr" enforce "$@"
         ec=$(corrupted "$tmp/eout")
         amark=" " emark=" "
         ok "$exp" "$reports" || { amark="!"; status=1; }
