@@ -306,10 +306,14 @@ void pg_host_learn(uint32_t id, uint64_t seq) {
   if (id && id < PG_MAX_STREAMS) pg_atomic_max(&pg_host_clock[id], seq);
 }
 
-bool pg_acc_complete_query(const pg_acc_t *a) {
+bool pg_acc_done_query(pg_acc_t *a) {
   if (pg_t_in_hostfn) return false; /* no CUDA call inside a host function */
+  /* Once its event was given back a later access of the stream may have recorded it again: the
+   * answer is then that one's, which comes no earlier than this one's. */
   if (pg_ops.event_query(a->pub.event) != PG_DEV_OK) return false;
-  pg_host_learn(a->pub.stream_id, a->pub.seq); /* a stream completes in order */
+  uint64_t none = 0, now = pg_stamp();
+  atomic_compare_exchange_strong_explicit(&a->done_stamp, &none, now ? now : 1,
+                                          memory_order_acq_rel, memory_order_relaxed);
   return true;
 }
 
@@ -369,26 +373,57 @@ static void maybe_recycle(pg_stream_t *st) {
   pthread_rwlock_unlock(&g_map_lock);
 }
 
-/* st->mu held: a retired access's event and record go back to st's pools. */
+/* st->mu held: a retired access's record (and its event, if it still holds one) go back to
+ * st's pools. */
 static void recycle(pg_stream_t *st, pg_acc_t *a) {
-  pg_stream_give_event(st, a->pub.event);
+  if (a->has_event) pg_stream_give_event(st, a->pub.event);
   a->fifo_next = st->free_accs;
   st->free_accs = a;
 }
 
+/* st->mu held: the accesses from run_head on that have completed give their events back (up to
+ * max, 0 = all). Only the oldest running one is asked: a stream completes in order. Those the host
+ * is ordered after have completed without asking. */
+size_t pg_stream_complete_locked(pg_stream_t *st, size_t max) {
+  size_t n = 0;
+  pg_acc_t *a = st->run_head;
+  for (; a && (!max || n < max); a = a->fifo_next, n++) {
+    /* Not ready: still being begun by another thread; it completes next time. */
+    if (!atomic_load_explicit(&a->ready, memory_order_acquire)) break;
+    if (pg_acc_ordered(a)) {
+      uint64_t none = 0;
+      atomic_compare_exchange_strong_explicit(&a->done_stamp, &none, pg_stamp() | 1,
+                                              memory_order_acq_rel, memory_order_relaxed);
+    } else if (!pg_acc_done(a)) {
+      break;
+    }
+    if (a->has_event) {
+      pg_stream_give_event(st, a->pub.event);
+      a->has_event = false;
+    }
+    st->ndone++;
+  }
+  st->run_head = a;
+  return n;
+}
+
 size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later) {
-  size_t done = 0;
+  size_t done = 0, evicted = 0;
   pg_acc_t **tail = later;
   while (*tail) tail = &(*tail)->fifo_next;
   for (; !max || done < max; done++) {
     pg_acc_t *a = st->fifo_head;
-    /* Only the oldest needs polling: a stream completes in order. An access not ready is still
-     * being begun by another thread; it retires next time. */
-    if (!a || !atomic_load_explicit(&a->ready, memory_order_acquire) || !pg_acc_complete(a))
-      break;
+    /* Completed ones only (before run_head); of those, the ones the host is ordered after, and
+     * beyond the cap the oldest of the others. */
+    if (!a || a == st->run_head) break;
+    if (!pg_acc_ordered(a)) {
+      if (st->ndone <= pg_unordered_cap) break;
+      evicted++;
+    }
     st->fifo_head = a->fifo_next;
     if (!st->fifo_head) st->fifo_tail = NULL;
     st->nfifo--;
+    st->ndone--;
     int where = atomic_load_explicit(&a->where, memory_order_relaxed);
     if (where == PG_IN_OWN) {
       pg_inflight_own_unlink(a); /* st owns the region: its lock is the list's */
@@ -403,6 +438,7 @@ size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later) {
       recycle(st, a);
     }
   }
+  st->evicted_pending += evicted;
   return done;
 }
 
@@ -426,11 +462,21 @@ void pg_stream_retire_finish(pg_stream_t *st, pg_acc_t *later) {
 void pg_stream_retire(pg_stream_t *st, size_t max) {
   pg_acc_t *later = NULL;
   pg_lock(&st->mu);
+  pg_stream_complete_locked(st, max);
   size_t done = pg_stream_retire_locked(st, max, &later);
+  size_t evicted = st->evicted_pending;
+  st->evicted_pending = 0;
   pg_unlock(&st->mu);
   if (later) pg_stream_retire_finish(st, later);
-  if (done) atomic_fetch_sub_explicit(&pg_inflight_total, done, memory_order_relaxed);
+  pg_stream_retired(done, evicted);
   if (LD(st->dead)) maybe_recycle(st);
+}
+
+void pg_stream_retired(size_t done, size_t evicted) {
+  if (!done) return;
+  atomic_fetch_sub_explicit(&pg_inflight_total, done, memory_order_relaxed);
+  pg_tracker_count(PG_TRACKER_RETIRED, done - evicted);
+  if (evicted) pg_tracker_count(PG_TRACKER_EVICTED, evicted);
 }
 
 void pg_tracker_retire(void) {
@@ -441,9 +487,8 @@ void pg_tracker_retire(void) {
   }
 }
 
-/* Host learned snap[0..n): retires the streams it names. Also those whose entry had already
- * moved: a completion query (pg_acc_complete) learns without retiring, so their completed
- * accesses may still wait at the FIFO head. */
+/* Host learned snap[0..n): retires the streams it names (also those whose entry had already
+ * moved: another thread's sync may have learned it without retiring yet). */
 static void host_learn_all(const uint64_t *snap, unsigned n) {
   for (unsigned id = 1; id < n; id++) {
     if (!snap[id]) continue;
@@ -698,8 +743,8 @@ static void reset_stream(pg_stream_t *st) {
     free(a);
     a = next;
   }
-  st->fifo_head = st->fifo_tail = NULL;
-  st->nfifo = 0;
+  st->fifo_head = st->fifo_tail = st->run_head = NULL;
+  st->nfifo = st->ndone = st->evicted_pending = 0;
   while (st->free_accs) {
     a = st->free_accs;
     st->free_accs = a->fifo_next;
