@@ -654,6 +654,22 @@ void pg_decide_syscall(const void *p, size_t n, bool kernel_writes, const char *
 }
 
 /* ---- annotations --------------------------------------------------------------------------- */
+/* pinguard_wait: the program asked to wait for the accesses q finds, which orders it after them
+ * as a synchronize would. Those that completed (settle waited for the others, unless no wait was
+ * possible: a capture, a host function) are learned; each round orders what it found, so the
+ * next finds only the rest. */
+static void order_host_after(const probe_t *q, pg_access_t *found, size_t cap) {
+  for (int round = 0; round < 64; round++) {
+    size_t n = run_probe(q, found, cap), have = n < cap ? n : cap, learned = 0;
+    for (size_t i = 0; i < have; i++) {
+      if (!found[i].completed) continue; /* still running: nothing waited for it */
+      pg_hb_access_waited(&found[i]);
+      learned++;
+    }
+    if (!learned || n <= cap) return;
+  }
+}
+
 int pg_decide_annotation(pg_annotation_t what, const void *p, size_t n, const pg_stack_t *st) {
   pg_access_t found[MAX_FOUND];
   probe_t any = {.kind = PROBE_ANY, .p = p, .n = n};
@@ -665,9 +681,12 @@ int pg_decide_annotation(pg_annotation_t what, const void *p, size_t n, const pg
     case PG_ANN_COMMIT:
       return settle(PG_KIND_COMMIT_DURING_DEVICE_WRITE, &writes, "pinguard_commit", st, found,
                     MAX_FOUND, false, 0);
-    case PG_ANN_WAIT:
-      return settle(PG_KIND_RELEASE_DURING_DEVICE_ACCESS, &any, "pinguard_wait", st, found,
-                    MAX_FOUND, true, 0);
+    case PG_ANN_WAIT: {
+      int total = settle(PG_KIND_RELEASE_DURING_DEVICE_ACCESS, &any, "pinguard_wait", st, found,
+                         MAX_FOUND, true, 0);
+      if (total > 0) order_host_after(&any, found, MAX_FOUND);
+      return total;
+    }
   }
   return 0;
 }

@@ -579,6 +579,13 @@ void pg_hb_event_completed(cudaEvent_t e) {
   host_learn_all(clock, n);
 }
 
+void pg_hb_access_waited(const pg_access_t *a) {
+  if (!a->stream_id || a->stream_id >= PG_MAX_STREAMS) return;
+  pg_host_learn(a->stream_id, a->seq); /* a stream completes in order */
+  pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[a->stream_id], memory_order_acquire);
+  if (st) pg_stream_retire(st, 0);
+}
+
 void pg_hb_event_destroyed(cudaEvent_t e) {
   pthread_mutex_lock(&g_ev_mu);
   ev_snap_t *ev = NULL;

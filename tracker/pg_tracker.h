@@ -181,6 +181,9 @@ void pg_hb_stream_flags(cudaStream_t s, unsigned flags);
 void pg_hb_event_record(cudaEvent_t e, cudaStream_t s);        /* cudaEventRecord[WithFlags] */
 void pg_hb_stream_wait_event(cudaStream_t s, cudaEvent_t e);   /* cudaStreamWaitEvent */
 void pg_hb_event_completed(cudaEvent_t e);    /* cudaEventSynchronize, or query == success */
+/* The program itself waited for access a (through pinguard: the pinguard_wait annotation), and it
+ * completed: the host is ordered after it and after what its stream did before it. */
+void pg_hb_access_waited(const pg_access_t *a);
 void pg_hb_event_destroyed(cudaEvent_t e);
 void pg_hb_stream_destroyed(cudaStream_t s);
 /* Untracked work enqueued on s (a kernel with no host pointer, a memset): needed only for the
