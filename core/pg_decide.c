@@ -575,7 +575,7 @@ void pg_decide_hostfn_leave(void) {
   hostfn_nopen = 0;
 }
 
-void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *st) {
+void pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp) {
   /* Several threads may fault at once: the cache is atomic (relaxed: any of them stores the
    * same value). */
   static _Atomic uintptr_t page_size_cache;
@@ -606,8 +606,16 @@ void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *st) {
   }
   pg_report_kind_t kind =
       is_write ? PG_KIND_CPU_WRITE_DURING_DEVICE_ACCESS : PG_KIND_CPU_READ_DURING_DEVICE_WRITE;
-  int total = settle(kind, &q, is_write ? "CPU write" : "CPU read", st, found, FAULT_FOUND, false,
-                     PG_REPORT_FROM_SIGNAL);
+  /* Decide first, unwind only for a report: a fault that conflicts with nothing costs no stack.
+   * (Should an access begin in between, the page stays protected for it and the retried
+   * instruction faults again.) */
+  int total = 0;
+  if (q.n && run_probe(&q, found, FAULT_FOUND) > 0) {
+    pg_stack_t st;
+    pg_decide_fault_stack(&st, pc, fp);
+    total = settle(kind, &q, is_write ? "CPU write" : "CPU read", &st, found, FAULT_FOUND, false,
+                   PG_REPORT_FROM_SIGNAL);
+  }
   if (total > 0) pg_stat_inc(PG_STAT_GUARD_FAULTS);
   /* The access went ahead (audit), or what it conflicted with has completed (enforce waited, or
    * nothing was left running): either way the GPU accesses it conflicted with stop guarding
