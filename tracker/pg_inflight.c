@@ -346,6 +346,7 @@ static inline __attribute__((always_inline)) pg_acc_t *begin_piece(begin_ctx_t *
   if (!pg_stream_take_event(st, &ev)) {
     a->fifo_next = st->free_accs;
     st->free_accs = a;
+    st->nfree_accs++;
     return NULL;
   }
   /* Recorded under the stream's lock, so the FIFO's order is the events' order on the stream,
@@ -354,6 +355,7 @@ static inline __attribute__((always_inline)) pg_acc_t *begin_piece(begin_ctx_t *
     pg_stream_give_event(st, ev);
     a->fifo_next = st->free_accs;
     st->free_accs = a;
+    st->nfree_accs++;
     return NULL;
   }
   uint64_t seq = LD(st->vc[st->id]) + 1;

@@ -379,6 +379,39 @@ static void recycle(pg_stream_t *st, pg_acc_t *a) {
   if (a->has_event) pg_stream_give_event(st, a->pub.event);
   a->fifo_next = st->free_accs;
   st->free_accs = a;
+  st->nfree_accs++;
+}
+
+/* What a stream's pools keep once its backlog drained: enough for a burst of this size without
+ * a new allocation or event. */
+enum { TRIM_KEEP = 64 };
+
+void pg_stream_trim(pg_stream_t *st) {
+  pg_acc_t *spare = NULL;
+  cudaEvent_t extra[TRIM_KEEP];
+  size_t nextra = 0;
+  pg_lock(&st->mu);
+  size_t keep = st->nfifo > TRIM_KEEP ? st->nfifo : TRIM_KEEP;
+  while (st->nfree_accs > keep) {
+    pg_acc_t *a = st->free_accs;
+    st->free_accs = a->fifo_next;
+    st->nfree_accs--;
+    a->fifo_next = spare;
+    spare = a;
+  }
+  /* Idle events beyond the steady state, a bounded number per call (each destroy is a runtime
+   * call; none inside a host function, where CUDA calls are forbidden). */
+  while (!pg_t_in_hostfn && st->npool > TRIM_KEEP && nextra < TRIM_KEEP) {
+    extra[nextra++] = st->pool[--st->npool];
+    st->nevents--;
+  }
+  pg_unlock(&st->mu);
+  while (spare) {
+    pg_acc_t *next = spare->fifo_next;
+    free(spare);
+    spare = next;
+  }
+  for (size_t i = 0; i < nextra; i++) pg_ops.event_destroy(extra[i]);
 }
 
 /* st->mu held: the accesses from run_head on that have completed give their events back (up to
@@ -494,7 +527,9 @@ static void host_learn_all(const uint64_t *snap, unsigned n) {
     if (!snap[id]) continue;
     pg_atomic_max(&pg_host_clock[id], snap[id]);
     pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[id], memory_order_acquire);
-    if (st) pg_stream_retire(st, 0);
+    if (!st) continue;
+    pg_stream_retire(st, 0);
+    pg_stream_trim(st);
   }
 }
 
@@ -751,7 +786,7 @@ static void reset_stream(pg_stream_t *st) {
     a = next;
   }
   st->fifo_head = st->fifo_tail = st->run_head = NULL;
-  st->nfifo = st->ndone = st->evicted_pending = 0;
+  st->nfifo = st->ndone = st->evicted_pending = st->nfree_accs = 0;
   while (st->free_accs) {
     a = st->free_accs;
     st->free_accs = a->fifo_next;

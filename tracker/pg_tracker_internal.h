@@ -191,6 +191,7 @@ struct pg_stream {
   size_t npool, cap_pool;      /* cap_pool >= nevents: returning one never grows the pool */
   size_t nevents;              /* events this stream owns: idle in the pool or its accesses' */
   pg_acc_t *free_accs;
+  size_t nfree_accs;           /* records on free_accs */
   UT_hash_handle hh;           /* stream map, keyed by handle (default streams are not in it) */
   pg_stream_t *next_free;
 };
@@ -287,6 +288,7 @@ static inline pg_acc_t *pg_stream_alloc_acc(pg_stream_t *st) {
   pg_acc_t *a = st->free_accs;
   if (__builtin_expect(a != NULL, 1)) {
     st->free_accs = a->fifo_next;
+    st->nfree_accs--;
     return a;
   }
   return pg_stream_alloc_acc_new();
@@ -298,6 +300,10 @@ static inline void pg_stream_clock_changed(pg_stream_t *st) {
                                                                       memory_order_relaxed)],
                               1, memory_order_relaxed);
 }
+/* After a backlog drained: gives back to the heap (and the runtime) the idle records and events
+ * of st's pools beyond what its steady state needs. Takes st->mu; calls the allocator, so never
+ * from the fault handler's paths. */
+void pg_stream_trim(pg_stream_t *st);
 /* Marks what completed on st's FIFO (giving events back) and retires what the host is ordered
  * after, at most `max` accesses each (0 = all). */
 void pg_stream_retire(pg_stream_t *st, size_t max);
