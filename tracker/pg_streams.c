@@ -382,16 +382,18 @@ static void recycle(pg_stream_t *st, pg_acc_t *a) {
   st->nfree_accs++;
 }
 
-/* What a stream's pools keep once its backlog drained: enough for a burst of this size without
- * a new allocation or event. */
-enum { TRIM_KEEP = 64 };
+/* What a stream's pools keep once its backlog drained: enough for bursts of this size (a
+ * program's usual copies between two synchronizes) without a new allocation or event: 4096
+ * records (about 2.5 MiB) and 1024 idle events; idle events beyond are destroyed at most
+ * TRIM_EVENTS per call (each is a runtime call). */
+enum { TRIM_KEEP_RECORDS = 4096, TRIM_KEEP_EVENTS = 1024, TRIM_EVENTS = 256 };
 
 void pg_stream_trim(pg_stream_t *st) {
   pg_acc_t *spare = NULL;
-  cudaEvent_t extra[TRIM_KEEP];
+  cudaEvent_t extra[TRIM_EVENTS];
   size_t nextra = 0;
   pg_lock(&st->mu);
-  size_t keep = st->nfifo > TRIM_KEEP ? st->nfifo : TRIM_KEEP;
+  size_t keep = st->nfifo > TRIM_KEEP_RECORDS ? st->nfifo : TRIM_KEEP_RECORDS;
   while (st->nfree_accs > keep) {
     pg_acc_t *a = st->free_accs;
     st->free_accs = a->fifo_next;
@@ -401,7 +403,7 @@ void pg_stream_trim(pg_stream_t *st) {
   }
   /* Idle events beyond the steady state, a bounded number per call (each destroy is a runtime
    * call; none inside a host function, where CUDA calls are forbidden). */
-  while (!pg_t_in_hostfn && st->npool > TRIM_KEEP && nextra < TRIM_KEEP) {
+  while (!pg_t_in_hostfn && st->npool > TRIM_KEEP_EVENTS && nextra < TRIM_EVENTS) {
     extra[nextra++] = st->pool[--st->npool];
     st->nevents--;
   }
@@ -423,13 +425,8 @@ size_t pg_stream_complete_locked(pg_stream_t *st, size_t max) {
   for (; a && (!max || n < max); a = a->fifo_next, n++) {
     /* Not ready: still being begun by another thread; it completes next time. */
     if (!atomic_load_explicit(&a->ready, memory_order_acquire)) break;
-    if (pg_acc_ordered(a)) {
-      uint64_t none = 0;
-      atomic_compare_exchange_strong_explicit(&a->done_stamp, &none, pg_stamp() | 1,
-                                              memory_order_acq_rel, memory_order_relaxed);
-    } else if (!pg_acc_done(a)) {
-      break;
-    }
+    /* An access the host is ordered after is never reported again: it needs no stamp. */
+    if (!pg_acc_ordered(a) && !pg_acc_done(a)) break;
     if (a->has_event) {
       pg_stream_give_event(st, a->pub.event);
       a->has_event = false;
@@ -446,17 +443,23 @@ size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later) {
   while (*tail) tail = &(*tail)->fifo_next;
   for (; !max || done < max; done++) {
     pg_acc_t *a = st->fifo_head;
-    /* Completed ones only (before run_head); of those, the ones the host is ordered after, and
-     * beyond the cap the oldest of the others. */
-    if (!a || a == st->run_head) break;
-    if (!pg_acc_ordered(a)) {
-      if (st->ndone <= pg_unordered_cap) break;
-      evicted++;
+    if (!a) break;
+    /* The ones the host is ordered after (which have completed: those from run_head on complete
+     * here, in the same pass, as a synchronize's retirement wants), and beyond the cap the
+     * oldest of the completed others. A running one not ready is still being begun. */
+    if (a == st->run_head) {
+      if (!atomic_load_explicit(&a->ready, memory_order_acquire) || !pg_acc_ordered(a)) break;
+      st->run_head = a->fifo_next;
+    } else {
+      if (!pg_acc_ordered(a)) {
+        if (st->ndone <= pg_unordered_cap) break;
+        evicted++;
+      }
+      st->ndone--;
     }
     st->fifo_head = a->fifo_next;
     if (!st->fifo_head) st->fifo_tail = NULL;
     st->nfifo--;
-    st->ndone--;
     int where = atomic_load_explicit(&a->where, memory_order_relaxed);
     if (where == PG_IN_OWN) {
       pg_inflight_own_unlink(a); /* st owns the region: its lock is the list's */
@@ -495,8 +498,11 @@ void pg_stream_retire_finish(pg_stream_t *st, pg_acc_t *later) {
 void pg_stream_retire(pg_stream_t *st, size_t max) {
   pg_acc_t *later = NULL;
   pg_lock(&st->mu);
-  pg_stream_complete_locked(st, max);
+  /* What the host is ordered after goes at once; then what completed is marked, and past the
+   * cap the oldest of it goes too. */
   size_t done = pg_stream_retire_locked(st, max, &later);
+  if (pg_stream_complete_locked(st, max) && st->ndone > pg_unordered_cap)
+    done += pg_stream_retire_locked(st, max, &later);
   size_t evicted = st->evicted_pending;
   st->evicted_pending = 0;
   pg_unlock(&st->mu);

@@ -311,12 +311,12 @@ void pg_stream_retire(pg_stream_t *st, size_t max);
  * events back; returns how many. Only the oldest running one is asked (a stream completes in
  * order); those the host is ordered after have completed without asking. */
 size_t pg_stream_complete_locked(pg_stream_t *st, size_t max);
-/* st->mu held, after pg_stream_complete_locked: takes up to `max` (0 = all) completed accesses
- * the host is ordered after (or, past pg_unordered_cap, the oldest unordered: counted in
- * st->evicted_pending) off the FIFO head. Those on
- * an owner list without a retire hook owed are finished at once (pools); the others (in a set,
- * or owed a hook call) are chained on *later for pg_stream_retire_finish, which needs st->mu
- * released. Returns how many left the FIFO. */
+/* st->mu held: takes up to `max` (0 = all) accesses off the FIFO head: those the host is ordered
+ * after (running ones included: they have completed), and past pg_unordered_cap the oldest
+ * completed, unordered ones (counted in st->evicted_pending). Those on an owner list without a
+ * retire hook owed are finished at once (pools); the others (in a set, or owed a hook call) are
+ * chained on *later for pg_stream_retire_finish, which needs st->mu released. Returns how many
+ * left the FIFO. */
 size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later);
 void pg_stream_retire_finish(pg_stream_t *st, pg_acc_t *later);
 /* After a retirement released st->mu: `done` accesses left the FIFO, `evicted` of them unordered
