@@ -95,6 +95,8 @@ static void fill_gpu(pg_gpu_access_t *g, const pg_access_t *a) {
   g->stream = (const void *)a->stream;
   g->device = a->device;
   g->age_ns = pg_stamp_age_ns(a->enqueue_stamp);
+  g->completed = a->completed;
+  g->completed_age_ns = a->completed ? pg_stamp_age_ns(a->completed_stamp) : 0;
   g->stack = &a->stack;
 }
 
@@ -153,8 +155,34 @@ static size_t run_probe(const probe_t *q, pg_access_t *out, size_t cap) {
   return pg_inflight_query(q->p, q->n, q->kind == PROBE_WRITES, out, cap);
 }
 
-/* The core decision. Finds the accesses `q` describes (into found[cap]); enforce (or a silent
- * wait) waits for every one of them, asking again while more remain than found[] holds; then
+/* The accesses of found[0, have) still running (the others completed: unordered all the same,
+ * but there is nothing left to wait for). */
+static bool any_running(const pg_access_t *found, size_t have) {
+  for (size_t i = 0; i < have; i++)
+    if (!found[i].completed) return true;
+  return false;
+}
+
+/* Enforce's wait: for every access of found[0, have) still running, then, while more were found
+ * than found[] holds, for those still running among the rest (asked again; each round's accesses
+ * have completed, so the rounds end). Returns the time it took. */
+static uint64_t wait_running(const probe_t *q, pg_access_t *found, size_t have, size_t total,
+                             size_t cap) {
+  uint64_t t0 = pg_clock_ns();
+  for (size_t i = 0; i < have; i++)
+    if (!found[i].completed) pg_access_wait(&found[i]);
+  for (size_t left = total; left > have;) {
+    left = pg_access_find_running((pg_query_kind_t)q->kind, q->p, q->n, q->dir, q->stream, found,
+                                  cap);
+    have = left < cap ? left : cap;
+    for (size_t i = 0; i < have; i++) pg_access_wait(&found[i]);
+  }
+  return pg_clock_ns() - t0;
+}
+
+/* The core decision. Finds the accesses `q` describes (into found[cap]): every access the host
+ * is not ordered after, whether it still runs or not (a race is a race whether or not the GPU
+ * won it). Enforce (or a silent wait) waits for those still running, and only for them; then
  * one report (unless silent) names what was found. While a capture is active nothing waits and
  * wait-during-capture is reported instead. Returns how many accesses were found at first. */
 static int settle(pg_report_kind_t kind, const probe_t *q, const char *access_what,
@@ -164,44 +192,47 @@ static int settle(pg_report_kind_t kind, const probe_t *q, const char *access_wh
   if (total == 0) return 0;
   pg_stat_add(PG_STAT_CONFLICTS, total);
   size_t have = total < cap ? total : cap;
+  for (size_t i = 0; i < have; i++)
+    if (found[i].completed) pg_stat_inc(PG_STAT_CONFLICTS_COMPLETED);
   pg_action_t action = PG_ACTION_NONE;
   uint64_t waited = 0;
   if (enforcing() || silent) {
-    if (!may_wait()) {
+    bool running = total > have || any_running(found, have);
+    if (running && !may_wait()) {
       pg_stat_inc(PG_STAT_CAPTURE_SKIPS);
       if (!silent)
         report(PG_KIND_WAIT_DURING_CAPTURE, q->p, q->n, access_what, st, found, have, total,
                PG_ACTION_NOT_WAITED_CAPTURE, 0, flags);
       return (int)total;
     }
-    if (pg_hb_in_hostfn()) {
+    if (running && pg_hb_in_hostfn()) {
       if (!silent)
         report(kind, q->p, q->n, access_what, st, found, have, total, PG_ACTION_NOT_WAITED_HOSTFN,
                0, flags);
       return (int)total;
     }
-    /* Keep the first batch for the report; wait on copies of later ones. */
-    pg_access_t first[PG_REPORT_MAX_GPU];
-    size_t kept = have < PG_REPORT_MAX_GPU ? have : PG_REPORT_MAX_GPU;
-    memcpy(first, found, kept * sizeof *first);
-    uint64_t t0 = pg_clock_ns();
-    for (size_t left = total, n = have; left > 0;) {
-      for (size_t i = 0; i < n; i++) pg_access_wait(&found[i]);
-      if (left <= n) break;
-      left = run_probe(q, found, cap);
-      n = left < cap ? left : cap;
+    action = PG_ACTION_COMPLETED; /* nothing left running: prevented without a wait */
+    if (running) {
+      /* Keep the first batch for the report; the wait may ask again into found[]. */
+      pg_access_t first[PG_REPORT_MAX_GPU];
+      size_t kept = have < PG_REPORT_MAX_GPU ? have : PG_REPORT_MAX_GPU;
+      memcpy(first, found, kept * sizeof *first);
+      waited = wait_running(q, found, have, total, cap);
+      action = PG_ACTION_WAITED;
+      pg_policy_note_wait(waited);
+      memcpy(found, first, kept * sizeof *first);
+      have = kept;
     }
-    waited = pg_clock_ns() - t0;
-    action = PG_ACTION_WAITED;
-    pg_policy_note_wait(waited);
-    memcpy(found, first, kept * sizeof *first);
-    have = kept;
   }
   if (!silent) report(kind, q->p, q->n, access_what, st, found, have, total, action, waited, flags);
   return (int)total;
 }
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
+static void count_tracker_stat(pg_tracker_stat_t what, uint64_t n) {
+  pg_stat_add(what == PG_TRACKER_EVICTED ? PG_STAT_ACCESSES_EVICTED : PG_STAT_ACCESSES_RETIRED, n);
+}
+
 bool pg_decide_start(const pg_devops_t *ops) {
   dev = *ops;
   if (pg_tracker_init(&dev) != 0) return false;
@@ -210,6 +241,8 @@ bool pg_decide_start(const pg_devops_t *ops) {
                                                                               : PG_UNWIND_FP)
                            : fu ? PG_UNWIND_FP : PG_UNWIND_EXACT);
   pg_policy_python_stacks();
+  pg_tracker_set_stat_hook(count_tracker_stat);
+  pg_tracker_set_unordered_cap((size_t)pg_policy_options()->max_unordered);
   if (pg_policy_guard()) {
     void *warm[4];
     backtrace(warm, 4); /* loads the unwinder now, never in the fault handler */
@@ -542,7 +575,7 @@ void pg_decide_hostfn_leave(void) {
   hostfn_nopen = 0;
 }
 
-void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *st) {
+void pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp) {
   /* Several threads may fault at once: the cache is atomic (relaxed: any of them stores the
    * same value). */
   static _Atomic uintptr_t page_size_cache;
@@ -573,23 +606,33 @@ void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *st) {
   }
   pg_report_kind_t kind =
       is_write ? PG_KIND_CPU_WRITE_DURING_DEVICE_ACCESS : PG_KIND_CPU_READ_DURING_DEVICE_WRITE;
-  int total = settle(kind, &q, is_write ? "CPU write" : "CPU read", st, found, FAULT_FOUND, false,
-                     PG_REPORT_FROM_SIGNAL);
+  /* Decide first, unwind only for a report: a fault that conflicts with nothing costs no stack.
+   * (Should an access begin in between, the page stays protected for it and the retried
+   * instruction faults again.) */
+  int total = 0;
+  if (q.n && run_probe(&q, found, FAULT_FOUND) > 0) {
+    pg_stack_t st;
+    pg_decide_fault_stack(&st, pc, fp);
+    total = settle(kind, &q, is_write ? "CPU write" : "CPU read", &st, found, FAULT_FOUND, false,
+                   PG_REPORT_FROM_SIGNAL);
+  }
   if (total > 0) pg_stat_inc(PG_STAT_GUARD_FAULTS);
-  /* Audit let the access through: the GPU accesses it conflicted with stop guarding their pages
-   * (until they retire), as if enforce had waited for them. One memcpy across a guarded buffer
-   * is one CPU access, so it makes one report, not one per page it goes on to touch. */
-  if (total > 0 && (!enforcing() || pg_hb_in_hostfn())) {
+  /* The access went ahead (audit), or what it conflicted with has completed (enforce waited, or
+   * nothing was left running): either way the GPU accesses it conflicted with stop guarding
+   * their pages until they retire, which only an order the program makes does. One memcpy
+   * across a guarded buffer is one CPU access, so it makes one report, not one per page it goes
+   * on to touch. */
+  if (total > 0) {
     size_t have = (size_t)total < FAULT_FOUND ? (size_t)total : FAULT_FOUND;
     for (size_t i = 0; i < have; i++) {
       pg_guard_release(found[i].lo, found[i].hi);
       note_opened(found[i].lo, found[i].hi);
     }
   }
-  /* Whatever happened (waited, reported, or the access had already completed: a benign fault
-   * that costs this one query), the instruction must be able to run when retried. Completed
-   * accesses still counted on the page retire now, which unprotects it; only what stays in flight
-   * without conflicting (a device read under a CPU read) keeps its protection. */
+  /* Whatever happened (waited or reported; or nothing conflicted: the accesses guarding the page
+   * were ordered since, by a sync another thread made, and retire now), the instruction must be
+   * able to run when retried. Only what stays tracked without conflicting (a device read under a
+   * CPU read) keeps its protection. */
   if (total == 0) pg_tracker_retire();
   pg_guard_refresh(page);
   if (!pg_guard_page_allows(page, is_write)) {
@@ -619,6 +662,22 @@ void pg_decide_syscall(const void *p, size_t n, bool kernel_writes, const char *
 }
 
 /* ---- annotations --------------------------------------------------------------------------- */
+/* pinguard_wait: the program asked to wait for the accesses q finds, which orders it after them
+ * as a synchronize would. Those that completed (settle waited for the others, unless no wait was
+ * possible: a capture, a host function) are learned; each round orders what it found, so the
+ * next finds only the rest. */
+static void order_host_after(const probe_t *q, pg_access_t *found, size_t cap) {
+  for (int round = 0; round < 64; round++) {
+    size_t n = run_probe(q, found, cap), have = n < cap ? n : cap, learned = 0;
+    for (size_t i = 0; i < have; i++) {
+      if (!found[i].completed) continue; /* still running: nothing waited for it */
+      pg_hb_access_waited(&found[i]);
+      learned++;
+    }
+    if (!learned || n <= cap) return;
+  }
+}
+
 int pg_decide_annotation(pg_annotation_t what, const void *p, size_t n, const pg_stack_t *st) {
   pg_access_t found[MAX_FOUND];
   probe_t any = {.kind = PROBE_ANY, .p = p, .n = n};
@@ -630,9 +689,12 @@ int pg_decide_annotation(pg_annotation_t what, const void *p, size_t n, const pg
     case PG_ANN_COMMIT:
       return settle(PG_KIND_COMMIT_DURING_DEVICE_WRITE, &writes, "pinguard_commit", st, found,
                     MAX_FOUND, false, 0);
-    case PG_ANN_WAIT:
-      return settle(PG_KIND_RELEASE_DURING_DEVICE_ACCESS, &any, "pinguard_wait", st, found,
-                    MAX_FOUND, true, 0);
+    case PG_ANN_WAIT: {
+      int total = settle(PG_KIND_RELEASE_DURING_DEVICE_ACCESS, &any, "pinguard_wait", st, found,
+                         MAX_FOUND, true, 0);
+      if (total > 0) order_host_after(&any, found, MAX_FOUND);
+      return total;
+    }
   }
   return 0;
 }

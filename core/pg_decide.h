@@ -116,9 +116,11 @@ void pg_decide_stream_destroyed(cudaStream_t s);
 /* The CPU stack of a fault, from the handler: pc and frame pointer of the faulting instruction.
  * Unwinds through the signal frame, so it must run on the stack the handler was entered on. */
 void pg_decide_fault_stack(pg_stack_t *out, void *pc, void *fp);
-/* A fault on a guarded page, from the SIGSEGV handler: settles the conflicting accesses (enforce
- * waits, audit reports) and leaves the page so that the instruction can run when retried. */
-void pg_decide_cpu_fault(uintptr_t addr, bool is_write, const pg_stack_t *cpu_stack);
+/* A fault on a guarded page, from the SIGSEGV handler (pc and fp: the faulting instruction's):
+ * settles the conflicting accesses (enforce waits, audit reports; the CPU stack is unwound only
+ * once a conflict is found, through pg_decide_fault_stack, so this must run on the stack the
+ * handler was entered on) and leaves the page so that the instruction can run when retried. */
+void pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp);
 /* Before a system call that reads (kernel_writes=false: write, send) or fills (true: read,
  * recv) [p, p+n): settles conflicts, then makes sure the kernel will not meet a guarded page
  * (it would return EFAULT rather than fault). `call` names it in reports, e.g. "write(2)". */

@@ -21,8 +21,9 @@ int pinguard_release(const void *p, size_t n) __attribute__((weak));
  * commit-during-device-write. Returns the number of in-flight device writes found. */
 int pinguard_commit(const void *p, size_t n) __attribute__((weak));
 
-/* Waits for every in-flight GPU access to [p, p+n), without reporting anything, in any mode but
- * off. Returns the number of accesses waited for. */
+/* Waits for every GPU access to [p, p+n) that nothing ordered yet, without reporting anything, in
+ * any mode but off; like a synchronize, this orders the program after them (and after what their
+ * streams did before them). Returns the number of such accesses found. */
 int pinguard_wait(const void *p, size_t n) __attribute__((weak));
 
 #ifdef __cplusplus

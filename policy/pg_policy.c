@@ -232,7 +232,7 @@ pg_verdict_t pg_policy_report(const pg_report_t *r) {
   }
   lock();
   /* Exit status: a violation enforce waited for did not happen; any other one did. */
-  bool prevented = r->action == PG_ACTION_WAITED;
+  bool prevented = r->action == PG_ACTION_WAITED || r->action == PG_ACTION_COMPLETED;
   pg_dedup_key_t key;
   pg_dedup_entry_t *e = NULL;
   bool is_new = true;

@@ -4,6 +4,7 @@
 #ifndef PG_REPORT_H
 #define PG_REPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +54,8 @@ typedef struct pg_gpu_access {
   const void *stream;
   int device;             /* the stream's device */
   uint64_t age_ns;        /* time since it was enqueued */
+  bool completed;         /* it had completed when found: unordered, not running */
+  uint64_t completed_age_ns; /* completed: how long before the report pinguard saw it complete */
   const pg_stack_t *stack;  /* launch stack (its tid is the launching thread); may be NULL */
 } pg_gpu_access_t;
 
@@ -63,6 +66,8 @@ typedef enum pg_action {
   PG_ACTION_NOT_WAITED_CAPTURE, /* enforce, but the stream was capturing: no wait possible */
   PG_ACTION_NOT_WAITED_HOSTFN,  /* enforce, but the access ran in a host function: CUDA forbids
                                  * waiting there (and the wait could deadlock its stream) */
+  PG_ACTION_COMPLETED,       /* enforce: every conflicting access had completed (nothing ordered
+                              * it): no wait was needed, so the violation was prevented */
 } pg_action_t;
 
 /* Most in-flight accesses printed per report; the rest are counted ("and N more"). */

@@ -164,6 +164,15 @@ static void put_gpu_text(pg_buf_t *b, const pg_gpu_access_t *g, const pg_symstac
     pg_buf_puts(b, " by ");
     put_thread(b, g->stack->tid);
   }
+  if (g->completed) {
+    /* The GPU won this time; nothing the program did makes it win every time. */
+    pg_buf_puts(b, "; completed ");
+    pg_buf_duration(b, g->completed_age_ns);
+    pg_buf_puts(b, " before this access, but nothing ordered it: on a slower or busier device "
+                   "this access would race it");
+  } else {
+    pg_buf_puts(b, "; still running");
+  }
   pg_buf_puts(b, ":\n");
   put_text_stack(b, s);
 }
@@ -192,6 +201,12 @@ static void put_action_text(pg_buf_t *b, const pg_report_t *r) {
     case PG_ACTION_NOT_WAITED_HOSTFN:
       pg_buf_puts(b, "  enforce: this ran inside a stream's host function, where no wait is "
                      "possible; the ");
+      pg_buf_puts(b, verb);
+      pg_buf_puts(b, " went ahead\n");
+      break;
+    case PG_ACTION_COMPLETED:
+      pg_buf_puts(b, "  enforce: no wait needed, the conflicting GPU work had completed (a bug "
+                     "all the same: nothing ordered it); the ");
       pg_buf_puts(b, verb);
       pg_buf_puts(b, " went ahead\n");
       break;
@@ -404,6 +419,10 @@ static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
     pg_buf_u64(b, (uint64_t)(g->device > 0 ? g->device : 0));
     json_next_key(b, "age_ms");
     pg_buf_ms_number(b, g->age_ns);
+    json_next_key(b, "completed");
+    pg_buf_puts(b, g->completed ? "true" : "false");
+    json_next_key(b, "completed_ago_ms");
+    pg_buf_ms_number(b, g->completed_age_ns);
     json_next_key(b, "thread");
     pg_buf_u64(b, g->stack ? g->stack->tid : 0);
     json_next_key(b, "stack");
@@ -419,6 +438,7 @@ static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
   pg_buf_json_str(b, r->action == PG_ACTION_WAITED               ? "waited"
                      : r->action == PG_ACTION_NOT_WAITED_CAPTURE ? "not-waited-capturing"
                      : r->action == PG_ACTION_NOT_WAITED_HOSTFN  ? "not-waited-host-function"
+                     : r->action == PG_ACTION_COMPLETED          ? "completed"
                                                                  : "none");
   json_next_key(b, "waited_ms");
   pg_buf_ms_number(b, r->waited_ns);

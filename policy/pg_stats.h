@@ -14,13 +14,15 @@
   X(COPIES_TRACKED, "copies_tracked", "asynchronous copies touching pinned host memory")   \
   X(KERNELS_TRACKED, "kernels_tracked", "kernel launches holding pinned host pointers")   \
   X(KERNELS_UNSCANNED, "kernels_unscanned", "kernel launches without parameter info")     \
-  X(ACCESSES_RETIRED, "accesses_retired", "in-flight accesses seen complete")             \
+  X(ACCESSES_RETIRED, "accesses_retired", "GPU accesses retired: the host was ordered after them") \
   X(CONFLICTS, "conflicts", "conflicting accesses found (reported or not)")              \
   X(WAITS, "waits", "enforce waits on conflicting GPU work")                              \
   X(WAIT_NS, "wait_ns", "total time spent in enforce waits, in ns")                      \
   X(CAPTURE_SKIPS, "capture_skips", "waits skipped because the stream was capturing")     \
   X(GUARD_PROTECTS, "guard_protects", "guard-page protections applied")                   \
-  X(GUARD_FAULTS, "guard_faults", "CPU accesses caught by guard pages")
+  X(GUARD_FAULTS, "guard_faults", "CPU accesses caught by guard pages")                   \
+  X(ACCESSES_EVICTED, "accesses_evicted", "completed, never-ordered GPU accesses dropped past max_unordered") \
+  X(CONFLICTS_COMPLETED, "conflicts_completed", "conflicts with GPU work that had completed, but that nothing ordered")
 
 typedef enum pg_stat {
 #define PG_STAT_ENUM(id, name, desc) PG_STAT_##id,

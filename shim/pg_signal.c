@@ -162,11 +162,9 @@ static void handle_fault(void *arg) {
   }
   stale_page = 0;
   pg_reentry_t r = pg_shim_enter();
-  pg_stack_t st;
-  pg_decide_fault_stack(&st, (void *)f->uc->uc_mcontext.gregs[REG_RIP],
-                        (void *)f->uc->uc_mcontext.gregs[REG_RBP]);
   bool is_write = (f->uc->uc_mcontext.gregs[REG_ERR] & 2) != 0; /* x86 page-fault error code */
-  pg_decide_cpu_fault(addr, is_write, &st);
+  pg_decide_cpu_fault(addr, is_write, (void *)f->uc->uc_mcontext.gregs[REG_RIP],
+                      (void *)f->uc->uc_mcontext.gregs[REG_RBP]);
   pg_shim_leave(r);
   f->handled = true;
 }

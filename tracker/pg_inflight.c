@@ -301,18 +301,19 @@ static inline __attribute__((always_inline)) void index_owned(pg_stream_t *st, p
   else atomic_store_explicit(&a->where, PG_IN_PENDING, memory_order_relaxed);
 }
 
-/* st->mu held, from a begin: retires what completed at the FIFO's head. Polling the head costs
- * an event query, so a begin polls only every poll_gap begins, and each poll retires up to twice
- * that many (the FIFO drains faster than begins fill it). A poll that finds the head still
- * running doubles the gap, up to POLL_GAP_MAX (a stream completes in order: the accesses
+/* st->mu held, from a begin: gives back the events of what completed, and retires what the host
+ * is ordered after. Polling the oldest running access costs an event query, so a begin polls
+ * only every poll_gap begins, and each poll handles up to twice that many (the FIFO drains
+ * faster than begins fill it). A poll that finds the oldest still running doubles the gap, up to POLL_GAP_MAX (a stream completes in order: the accesses
  * behind a running one are running too, and a burst of copies enqueued ahead of the device
- * would otherwise pay a failed query every few copies); one that retires puts it back to
- * POLL_GAP_MIN. */
+ * would otherwise pay a failed query every few copies); one that sees completions puts it back
+ * to POLL_GAP_MIN. */
 enum { POLL_GAP_MIN = 8, POLL_GAP_MAX = 64 };
 __attribute__((noinline)) static size_t poll_fifo(pg_stream_t *st, pg_acc_t **later) {
   unsigned gap = st->poll_gap ? st->poll_gap : POLL_GAP_MIN;
+  size_t completed = pg_stream_complete_locked(st, 2 * (size_t)gap);
   size_t retired = pg_stream_retire_locked(st, 2 * (size_t)gap, later);
-  if (retired) gap = POLL_GAP_MIN;
+  if (completed) gap = POLL_GAP_MIN;
   else if (gap < POLL_GAP_MAX) gap *= 2;
   st->poll_gap = gap;
   st->poll_in = gap - 1;
@@ -345,6 +346,7 @@ static inline __attribute__((always_inline)) pg_acc_t *begin_piece(begin_ctx_t *
   if (!pg_stream_take_event(st, &ev)) {
     a->fifo_next = st->free_accs;
     st->free_accs = a;
+    st->nfree_accs++;
     return NULL;
   }
   /* Recorded under the stream's lock, so the FIFO's order is the events' order on the stream,
@@ -353,6 +355,7 @@ static inline __attribute__((always_inline)) pg_acc_t *begin_piece(begin_ctx_t *
     pg_stream_give_event(st, ev);
     a->fifo_next = st->free_accs;
     st->free_accs = a;
+    st->nfree_accs++;
     return NULL;
   }
   uint64_t seq = LD(st->vc[st->id]) + 1;
@@ -374,6 +377,8 @@ static inline __attribute__((always_inline)) pg_acc_t *begin_piece(begin_ctx_t *
   a->pub.device = LD(st->device);
   a->pub.seq = seq;
   a->pub.event = ev;
+  a->has_event = true;
+  atomic_store_explicit(&a->done_stamp, 0, memory_order_relaxed);
   a->pub.enqueue_stamp = c->t;
   a->pub.region_base = h->base;
   a->pub.region_size = h->end - h->base;
@@ -392,6 +397,7 @@ static inline __attribute__((always_inline)) pg_acc_t *begin_piece(begin_ctx_t *
   if (st->fifo_tail) st->fifo_tail->fifo_next = a;
   else st->fifo_head = a;
   st->fifo_tail = a;
+  if (!st->run_head) st->run_head = a;
   st->nfifo++;
   index_owned(st, a);
   if (atomic_load_explicit(&a->where, memory_order_relaxed) == PG_IN_PENDING)
@@ -460,9 +466,14 @@ static inline __attribute__((always_inline)) int begin_leave(begin_ctx_t *c, pg_
                                                              size_t retired, pg_acc_t *later) {
   pg_stream_t *st = c->st;
   if (ok) pg_stream_clock_changed(st);
+  size_t evicted = 0;
+  if (__builtin_expect(retired != 0, 0)) {
+    evicted = st->evicted_pending;
+    st->evicted_pending = 0;
+  }
   pg_unlock(&st->mu);
   if (later) pg_stream_retire_finish(st, later);
-  if (retired) atomic_fetch_sub_explicit(&pg_inflight_total, retired, memory_order_relaxed);
+  if (retired) pg_stream_retired(retired, evicted);
   atomic_fetch_add_explicit(&pg_inflight_total, ok, memory_order_relaxed);
   if (ok && (c->hook || pending)) begin_finish(st, c->hook, c->first_seq, accs, ok);
   return ok ? (int)ok : -1;
@@ -543,6 +554,7 @@ int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
 /* ---- queries ------------------------------------------------------------------------------- */
 typedef struct collect {
   int mode;                 /* 0 any, 1 may write, 2 conflicts with (dir, st) */
+  bool running_only;        /* leave out the accesses that completed */
   pg_dir_t dir;
   const pg_stream_t *st;
   pg_access_t *out;
@@ -562,8 +574,16 @@ static void collect(pg_acc_t *a, void *ctx) {
     if (!pg_dir_may_write(a->pub.dir) && !pg_dir_may_write(c->dir)) return; /* read/read */
     if (pg_stream_ordered_after(c->st, a)) return;
   }
-  if (pg_acc_complete(a)) return; /* cheapest checks first: this one may query the event */
-  if (c->total < c->cap) c->out[c->total] = a->pub;
+  if (pg_acc_ordered(a)) return;
+  if (c->running_only && pg_acc_done(a)) return;
+  if (c->total < c->cap) {
+    pg_access_t *o = &c->out[c->total];
+    *o = a->pub;
+    /* Reported all the same; whether it still runs decides only what enforce waits for. */
+    o->completed = pg_acc_done(a);
+    o->completed_stamp = o->completed ? atomic_load_explicit(&a->done_stamp, memory_order_acquire)
+                                      : 0;
+  }
   c->total++;
 }
 
@@ -644,6 +664,13 @@ size_t pg_access_conflicts_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t 
   return query_hits(lk->lo, lk->hi, hits, nh, &c);
 }
 
+size_t pg_access_find_running(pg_query_kind_t kind, const void *p, size_t n, pg_dir_t dir,
+                              cudaStream_t stream, pg_access_t *out, size_t cap) {
+  collect_t c = {.mode = (int)kind, .running_only = true, .dir = dir, .out = out, .cap = cap};
+  if (kind == PG_QUERY_CONFLICTS && !(c.st = pg_stream_get(stream))) return 0;
+  return query(p, n, &c);
+}
+
 bool pg_access_quiet_at(const pg_lookup_t *lk, cudaStream_t stream) {
   if (lk->hi <= lk->lo) return true;
   if (!pg_lookup_current(lk)) return false;
@@ -656,10 +683,12 @@ bool pg_access_quiet_at(const pg_lookup_t *lk, cudaStream_t stream) {
 }
 
 bool pg_access_wait(const pg_access_t *a) {
+  if (a->completed) return true;
   /* The event may have been recycled since: only for a later access on the same stream (pools
-   * are per stream, reused after retirement), so waiting on it still covers *a. */
+   * are per stream, reused once an access completed), so waiting on it still covers *a. The
+   * wait teaches the host nothing: pinguard's own waits order nothing (a later check still
+   * finds *a, completed). */
   if (pg_ops.event_synchronize(a->event) != PG_DEV_OK) return false;
-  pg_host_learn(a->stream_id, a->seq);
   if (a->stream_id < PG_MAX_STREAMS) {
     pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[a->stream_id],
                                            memory_order_acquire);

@@ -306,10 +306,14 @@ void pg_host_learn(uint32_t id, uint64_t seq) {
   if (id && id < PG_MAX_STREAMS) pg_atomic_max(&pg_host_clock[id], seq);
 }
 
-bool pg_acc_complete_query(const pg_acc_t *a) {
+bool pg_acc_done_query(pg_acc_t *a) {
   if (pg_t_in_hostfn) return false; /* no CUDA call inside a host function */
+  /* Once its event was given back a later access of the stream may have recorded it again: the
+   * answer is then that one's, which comes no earlier than this one's. */
   if (pg_ops.event_query(a->pub.event) != PG_DEV_OK) return false;
-  pg_host_learn(a->pub.stream_id, a->pub.seq); /* a stream completes in order */
+  uint64_t none = 0, now = pg_stamp();
+  atomic_compare_exchange_strong_explicit(&a->done_stamp, &none, now ? now : 1,
+                                          memory_order_acq_rel, memory_order_relaxed);
   return true;
 }
 
@@ -369,23 +373,90 @@ static void maybe_recycle(pg_stream_t *st) {
   pthread_rwlock_unlock(&g_map_lock);
 }
 
-/* st->mu held: a retired access's event and record go back to st's pools. */
+/* st->mu held: a retired access's record (and its event, if it still holds one) go back to
+ * st's pools. */
 static void recycle(pg_stream_t *st, pg_acc_t *a) {
-  pg_stream_give_event(st, a->pub.event);
+  if (a->has_event) pg_stream_give_event(st, a->pub.event);
   a->fifo_next = st->free_accs;
   st->free_accs = a;
+  st->nfree_accs++;
+}
+
+/* What a stream's pools keep once its backlog drained: enough for bursts of this size (a
+ * program's usual copies between two synchronizes) without a new allocation or event: 4096
+ * records (about 2.5 MiB) and 1024 idle events; idle events beyond are destroyed at most
+ * TRIM_EVENTS per call (each is a runtime call). */
+enum { TRIM_KEEP_RECORDS = 4096, TRIM_KEEP_EVENTS = 1024, TRIM_EVENTS = 256 };
+
+void pg_stream_trim(pg_stream_t *st) {
+  pg_acc_t *spare = NULL;
+  cudaEvent_t extra[TRIM_EVENTS];
+  size_t nextra = 0;
+  pg_lock(&st->mu);
+  size_t keep = st->nfifo > TRIM_KEEP_RECORDS ? st->nfifo : TRIM_KEEP_RECORDS;
+  while (st->nfree_accs > keep) {
+    pg_acc_t *a = st->free_accs;
+    st->free_accs = a->fifo_next;
+    st->nfree_accs--;
+    a->fifo_next = spare;
+    spare = a;
+  }
+  /* Idle events beyond the steady state, a bounded number per call (each destroy is a runtime
+   * call; none inside a host function, where CUDA calls are forbidden). */
+  while (!pg_t_in_hostfn && st->npool > TRIM_KEEP_EVENTS && nextra < TRIM_EVENTS) {
+    extra[nextra++] = st->pool[--st->npool];
+    st->nevents--;
+  }
+  pg_unlock(&st->mu);
+  while (spare) {
+    pg_acc_t *next = spare->fifo_next;
+    free(spare);
+    spare = next;
+  }
+  for (size_t i = 0; i < nextra; i++) pg_ops.event_destroy(extra[i]);
+}
+
+/* st->mu held: the accesses from run_head on that have completed give their events back (up to
+ * max, 0 = all). Only the oldest running one is asked: a stream completes in order. Those the host
+ * is ordered after have completed without asking. */
+size_t pg_stream_complete_locked(pg_stream_t *st, size_t max) {
+  size_t n = 0;
+  pg_acc_t *a = st->run_head;
+  for (; a && (!max || n < max); a = a->fifo_next, n++) {
+    /* Not ready: still being begun by another thread; it completes next time. */
+    if (!atomic_load_explicit(&a->ready, memory_order_acquire)) break;
+    /* An access the host is ordered after is never reported again: it needs no stamp. */
+    if (!pg_acc_ordered(a) && !pg_acc_done(a)) break;
+    if (a->has_event) {
+      pg_stream_give_event(st, a->pub.event);
+      a->has_event = false;
+    }
+    st->ndone++;
+  }
+  st->run_head = a;
+  return n;
 }
 
 size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later) {
-  size_t done = 0;
+  size_t done = 0, evicted = 0;
   pg_acc_t **tail = later;
   while (*tail) tail = &(*tail)->fifo_next;
   for (; !max || done < max; done++) {
     pg_acc_t *a = st->fifo_head;
-    /* Only the oldest needs polling: a stream completes in order. An access not ready is still
-     * being begun by another thread; it retires next time. */
-    if (!a || !atomic_load_explicit(&a->ready, memory_order_acquire) || !pg_acc_complete(a))
-      break;
+    if (!a) break;
+    /* The ones the host is ordered after (which have completed: those from run_head on complete
+     * here, in the same pass, as a synchronize's retirement wants), and beyond the cap the
+     * oldest of the completed others. A running one not ready is still being begun. */
+    if (a == st->run_head) {
+      if (!atomic_load_explicit(&a->ready, memory_order_acquire) || !pg_acc_ordered(a)) break;
+      st->run_head = a->fifo_next;
+    } else {
+      if (!pg_acc_ordered(a)) {
+        if (st->ndone <= pg_unordered_cap) break;
+        evicted++;
+      }
+      st->ndone--;
+    }
     st->fifo_head = a->fifo_next;
     if (!st->fifo_head) st->fifo_tail = NULL;
     st->nfifo--;
@@ -403,6 +474,7 @@ size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later) {
       recycle(st, a);
     }
   }
+  st->evicted_pending += evicted;
   return done;
 }
 
@@ -426,11 +498,24 @@ void pg_stream_retire_finish(pg_stream_t *st, pg_acc_t *later) {
 void pg_stream_retire(pg_stream_t *st, size_t max) {
   pg_acc_t *later = NULL;
   pg_lock(&st->mu);
+  /* What the host is ordered after goes at once; then what completed is marked, and past the
+   * cap the oldest of it goes too. */
   size_t done = pg_stream_retire_locked(st, max, &later);
+  if (pg_stream_complete_locked(st, max) && st->ndone > pg_unordered_cap)
+    done += pg_stream_retire_locked(st, max, &later);
+  size_t evicted = st->evicted_pending;
+  st->evicted_pending = 0;
   pg_unlock(&st->mu);
   if (later) pg_stream_retire_finish(st, later);
-  if (done) atomic_fetch_sub_explicit(&pg_inflight_total, done, memory_order_relaxed);
+  pg_stream_retired(done, evicted);
   if (LD(st->dead)) maybe_recycle(st);
+}
+
+void pg_stream_retired(size_t done, size_t evicted) {
+  if (!done) return;
+  atomic_fetch_sub_explicit(&pg_inflight_total, done, memory_order_relaxed);
+  pg_tracker_count(PG_TRACKER_RETIRED, done - evicted);
+  if (evicted) pg_tracker_count(PG_TRACKER_EVICTED, evicted);
 }
 
 void pg_tracker_retire(void) {
@@ -441,15 +526,16 @@ void pg_tracker_retire(void) {
   }
 }
 
-/* Host learned snap[0..n): retires the streams it names. Also those whose entry had already
- * moved: a completion query (pg_acc_complete) learns without retiring, so their completed
- * accesses may still wait at the FIFO head. */
+/* Host learned snap[0..n): retires the streams it names (also those whose entry had already
+ * moved: another thread's sync may have learned it without retiring yet). */
 static void host_learn_all(const uint64_t *snap, unsigned n) {
   for (unsigned id = 1; id < n; id++) {
     if (!snap[id]) continue;
     pg_atomic_max(&pg_host_clock[id], snap[id]);
     pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[id], memory_order_acquire);
-    if (st) pg_stream_retire(st, 0);
+    if (!st) continue;
+    pg_stream_retire(st, 0);
+    pg_stream_trim(st);
   }
 }
 
@@ -532,6 +618,13 @@ void pg_hb_event_completed(cudaEvent_t e) {
   uint64_t clock[PG_MAX_STREAMS];
   unsigned n = event_clock(e, clock);
   host_learn_all(clock, n);
+}
+
+void pg_hb_access_waited(const pg_access_t *a) {
+  if (!a->stream_id || a->stream_id >= PG_MAX_STREAMS) return;
+  pg_host_learn(a->stream_id, a->seq); /* a stream completes in order */
+  pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[a->stream_id], memory_order_acquire);
+  if (st) pg_stream_retire(st, 0);
 }
 
 void pg_hb_event_destroyed(cudaEvent_t e) {
@@ -698,8 +791,8 @@ static void reset_stream(pg_stream_t *st) {
     free(a);
     a = next;
   }
-  st->fifo_head = st->fifo_tail = NULL;
-  st->nfifo = 0;
+  st->fifo_head = st->fifo_tail = st->run_head = NULL;
+  st->nfifo = st->ndone = st->evicted_pending = st->nfree_accs = 0;
   while (st->free_accs) {
     a = st->free_accs;
     st->free_accs = a->fifo_next;

@@ -45,6 +45,21 @@ uint64_t pg_stamp_age_ns(uint64_t then) {
 #endif
 }
 
+size_t pg_unordered_cap = PG_UNORDERED_CAP_DEFAULT;
+static void (*_Atomic g_stat_hook)(pg_tracker_stat_t, uint64_t);
+
+void pg_tracker_set_unordered_cap(size_t cap) { pg_unordered_cap = cap ? cap : 1; }
+
+void pg_tracker_set_stat_hook(void (*fn)(pg_tracker_stat_t what, uint64_t n)) {
+  atomic_store_explicit(&g_stat_hook, fn, memory_order_release);
+}
+
+void pg_tracker_count(pg_tracker_stat_t what, uint64_t n) {
+  void (*fn)(pg_tracker_stat_t, uint64_t) = atomic_load_explicit(&g_stat_hook,
+                                                                 memory_order_acquire);
+  if (fn && n) fn(what, n);
+}
+
 void pg_tracker_set_hooks(pg_access_begin_fn on_begin, pg_access_hook_fn on_retire, void *ctx) {
   pg_hook_ctx = ctx;
   pg_hook_begin = on_begin;

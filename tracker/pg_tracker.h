@@ -35,6 +35,17 @@ typedef bool (*pg_access_begin_fn)(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, v
 typedef void (*pg_access_hook_fn)(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx);
 void pg_tracker_set_hooks(pg_access_begin_fn on_begin, pg_access_hook_fn on_retire, void *ctx);
 
+/* Counters the tracker keeps for the stats (the policy's, which it does not link): retired,
+ * ordered before the host and no longer tracked; evicted, completed but never ordered, dropped
+ * beyond a stream's cap. The hook (optional) is called outside every tracker lock. */
+typedef enum pg_tracker_stat { PG_TRACKER_RETIRED, PG_TRACKER_EVICTED } pg_tracker_stat_t;
+void pg_tracker_set_stat_hook(void (*fn)(pg_tracker_stat_t what, uint64_t n));
+/* How many accesses that completed without being ordered each stream keeps (default
+ * PG_UNORDERED_CAP_DEFAULT; at least 1). Past it the oldest are evicted, which can hide a
+ * report: counted, never silent. */
+#define PG_UNORDERED_CAP_DEFAULT 4096
+void pg_tracker_set_unordered_cap(size_t cap);
+
 /* ---- pinned regions (lock-free lookups) -------------------------------------------------- */
 typedef struct pg_region {
   uintptr_t base;
@@ -94,8 +105,12 @@ static inline bool pg_lookup_current(const pg_lookup_t *lk) {
  * lookup is for an op on `stream`, begun on it. */
 size_t pg_region_lookup_on(const void *p, size_t n, cudaStream_t stream, pg_lookup_t *lk);
 
-/* ---- the in-flight table -------------------------------------------------------------------
- * An access is recorded per region it touches ("piece"), each with its own completion event. */
+/* ---- the access table ------------------------------------------------------------------------
+ * An access is recorded per region it touches ("piece"), each with its own completion event.
+ * It is tracked until the host is ordered after it (a sync, a successful query, an event chain,
+ * a host function's position: the happens-before relation below), not until it finishes:
+ * a conflict with an access that finished but that nothing ordered is a race all the same. Its
+ * completion only gives its event back, and decides what enforce waits for. */
 typedef struct pg_origin {
   const char *what;     /* static text, e.g. "copy device->host" or the kernel's name */
   const void *func;     /* kernel function, NULL for copies */
@@ -110,11 +125,17 @@ typedef struct pg_access {
   uint32_t stream_id;   /* dense id (vector clock index) */
   int device;           /* the stream's device */
   uint64_t seq;         /* position in the stream's order */
-  cudaEvent_t event;    /* recorded on the stream right after the access was enqueued */
+  cudaEvent_t event;    /* recorded on the stream right after the access was enqueued (once it
+                         * completed, the stream may have recorded it again for a later access:
+                         * waiting on it still covers this one) */
   uint64_t enqueue_stamp; /* pg_stamp() at the begin: pg_stamp_age_ns gives its age */
   uintptr_t region_base;
   size_t region_size;
   pg_origin_t origin;
+  /* Filled by the queries: whether it had physically completed when found (unordered all the
+   * same), and since when (pg_stamp(); 0 if not). */
+  bool completed;
+  uint64_t completed_stamp;
   pg_stack_t stack;     /* the enqueuing call site */
 } pg_access_t;
 
@@ -126,11 +147,12 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
 /* The same, for the span of lookup *lk (made by pg_region_lookup). */
 int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
                        pg_origin_t origin, const pg_stack_t *stack);
-/* In-flight accesses overlapping [p, p+n): all of them, or only those that may write
- * (writes_only). Fills min(total, cap) of out, returns total. Completed ones are not counted. */
+/* Unordered accesses overlapping [p, p+n) (the host not ordered after them: running, or
+ * completed without an order): all of them, or only those that may write (writes_only). Fills
+ * min(total, cap) of out, returns total. */
 size_t pg_inflight_query(const void *p, size_t n, int writes_only, pg_access_t *out, size_t cap);
-/* Before enqueuing an access (dir) to [p, p+n) on stream: the in-flight accesses from other
- * streams it would race with (RAW/WAR/WAW; read/read never), i.e. not ordered before it. */
+/* Before enqueuing an access (dir) to [p, p+n) on stream: the accesses from other streams it
+ * would race with (RAW/WAR/WAW; read/read never), i.e. not ordered before it, running or not. */
 size_t pg_access_conflicts(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
                            pg_access_t *out, size_t cap);
 size_t pg_access_conflicts_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
@@ -139,10 +161,17 @@ size_t pg_access_conflicts_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t 
  * when it would certainly return 0 (nothing in flight in lk's regions but stream's own
  * accesses); false when the full check must run. */
 bool pg_access_quiet_at(const pg_lookup_t *lk, cudaStream_t stream);
-/* Blocks until the access *a completed (its event), then retires it. False: the event could not
- * be waited for. */
+/* What pg_inflight_query (PG_QUERY_ANY, PG_QUERY_WRITES) or pg_access_conflicts
+ * (PG_QUERY_CONFLICTS, with dir and stream) would find, less the accesses that completed: what
+ * enforce still has to wait for once it waited for a first batch. */
+typedef enum pg_query_kind { PG_QUERY_ANY, PG_QUERY_WRITES, PG_QUERY_CONFLICTS } pg_query_kind_t;
+size_t pg_access_find_running(pg_query_kind_t kind, const void *p, size_t n, pg_dir_t dir,
+                              cudaStream_t stream, pg_access_t *out, size_t cap);
+/* Blocks until the access *a completed (its event; at once when a->completed). Orders nothing:
+ * the access stays unordered for the host. False: the event could not be waited for. */
 bool pg_access_wait(const pg_access_t *a);
-/* Retires every completed access (polls each stream's oldest pending event). */
+/* Each stream: gives back the events of accesses that completed (polls the oldest running one),
+ * and retires those the host is ordered after. */
 void pg_tracker_retire(void);
 size_t pg_tracker_inflight_count(void);
 
@@ -152,6 +181,9 @@ void pg_hb_stream_flags(cudaStream_t s, unsigned flags);
 void pg_hb_event_record(cudaEvent_t e, cudaStream_t s);        /* cudaEventRecord[WithFlags] */
 void pg_hb_stream_wait_event(cudaStream_t s, cudaEvent_t e);   /* cudaStreamWaitEvent */
 void pg_hb_event_completed(cudaEvent_t e);    /* cudaEventSynchronize, or query == success */
+/* The program itself waited for access a (through pinguard: the pinguard_wait annotation), and it
+ * completed: the host is ordered after it and after what its stream did before it. */
+void pg_hb_access_waited(const pg_access_t *a);
 void pg_hb_event_destroyed(cudaEvent_t e);
 void pg_hb_stream_destroyed(cudaStream_t s);
 /* Untracked work enqueued on s (a kernel with no host pointer, a memset): needed only for the

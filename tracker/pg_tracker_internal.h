@@ -127,6 +127,11 @@ struct pg_acc {
   bool hooked;                 /* the begin hook counted it: the retire hook owes it one call */
   uintptr_t hook_lo, hook_hi;  /* the range the begin hook counted */
   atomic_bool ready;           /* indexed and its begin hook done: retirement may take it */
+  bool has_event;              /* still holds pub.event (st->mu): given back once seen complete */
+  /* pg_stamp() when pinguard first saw it complete (its event answered), 0 before. Seeing it
+   * complete orders nothing: it stays tracked until the host is ordered after it (README,
+   * "Ordered, not finished"). Set once, by whoever sees it first. */
+  _Atomic uint64_t done_stamp;
   _Atomic int where;           /* PG_IN_* */
   pg_region_rec_t *region;
   uint64_t region_gen;
@@ -173,6 +178,12 @@ struct pg_stream {
   _Atomic uint64_t vc[PG_MAX_STREAMS]; /* vc[id] is this stream's own sequence */
   uint64_t legacy_seen;        /* legacy stream clock version last joined */
   pg_acc_t *fifo_head, *fifo_tail;
+  /* The FIFO in three parts: from fifo_head, accesses seen complete but not yet ordered before
+   * the host (ndone of them); from run_head (NULL: none), those that may still be running, each
+   * holding its event. Ordered ones leave from the head. */
+  pg_acc_t *run_head;
+  size_t ndone;
+  size_t evicted_pending;      /* evicted by the last retirement, for the counter after unlock */
   unsigned poll_in;            /* begins left before the next poll of the FIFO's head */
   unsigned poll_gap;           /* begins between polls (0: not yet set; see poll_fifo) */
   size_t nfifo;                /* accesses on the FIFO */
@@ -180,6 +191,7 @@ struct pg_stream {
   size_t npool, cap_pool;      /* cap_pool >= nevents: returning one never grows the pool */
   size_t nevents;              /* events this stream owns: idle in the pool or its accesses' */
   pg_acc_t *free_accs;
+  size_t nfree_accs;           /* records on free_accs */
   UT_hash_handle hh;           /* stream map, keyed by handle (default streams are not in it) */
   pg_stream_t *next_free;
 };
@@ -276,6 +288,7 @@ static inline pg_acc_t *pg_stream_alloc_acc(pg_stream_t *st) {
   pg_acc_t *a = st->free_accs;
   if (__builtin_expect(a != NULL, 1)) {
     st->free_accs = a->fifo_next;
+    st->nfree_accs--;
     return a;
   }
   return pg_stream_alloc_acc_new();
@@ -287,22 +300,46 @@ static inline void pg_stream_clock_changed(pg_stream_t *st) {
                                                                       memory_order_relaxed)],
                               1, memory_order_relaxed);
 }
-/* Retires the completed head of st's FIFO, at most `max` accesses (0 = all completed). */
+/* After a backlog drained: gives back to the heap (and the runtime) the idle records and events
+ * of st's pools beyond what its steady state needs. Takes st->mu; calls the allocator, so never
+ * from the fault handler's paths. */
+void pg_stream_trim(pg_stream_t *st);
+/* Marks what completed on st's FIFO (giving events back) and retires what the host is ordered
+ * after, at most `max` accesses each (0 = all). */
 void pg_stream_retire(pg_stream_t *st, size_t max);
-/* st->mu held: takes up to `max` (0 = all) completed, ready accesses off the FIFO head. Those on
- * an owner list without a retire hook owed are finished at once (pools); the others (in a set,
- * or owed a hook call) are chained on *later for pg_stream_retire_finish, which needs st->mu
- * released. Returns how many left the FIFO. */
+/* st->mu held: the accesses from run_head on that have completed (up to max, 0 = all) give their
+ * events back; returns how many. Only the oldest running one is asked (a stream completes in
+ * order); those the host is ordered after have completed without asking. */
+size_t pg_stream_complete_locked(pg_stream_t *st, size_t max);
+/* st->mu held: takes up to `max` (0 = all) accesses off the FIFO head: those the host is ordered
+ * after (running ones included: they have completed), and past pg_unordered_cap the oldest
+ * completed, unordered ones (counted in st->evicted_pending). Those on an owner list without a
+ * retire hook owed are finished at once (pools); the others (in a set, or owed a hook call) are
+ * chained on *later for pg_stream_retire_finish, which needs st->mu released. Returns how many
+ * left the FIFO. */
 size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later);
 void pg_stream_retire_finish(pg_stream_t *st, pg_acc_t *later);
-/* Whether access a is known complete (host clock, else its event); learns what it finds. The
- * host clock's answer inline; the event query out of line. */
-bool pg_acc_complete_query(const pg_acc_t *a);
-static inline bool pg_acc_complete(const pg_acc_t *a) {
-  if (atomic_load_explicit(&pg_host_clock[a->pub.stream_id], memory_order_relaxed) >= a->pub.seq)
-    return true;
-  return pg_acc_complete_query(a);
+/* After a retirement released st->mu: `done` accesses left the FIFO, `evicted` of them unordered
+ * (the counts and the stats hook). */
+void pg_stream_retired(size_t done, size_t evicted);
+/* Whether the host is ordered after access a: a synchronization, a successful query, an event
+ * chain or a host function taught the host clock so. The only test that ends tracking. */
+static inline bool pg_acc_ordered(const pg_acc_t *a) {
+  return atomic_load_explicit(&pg_host_clock[a->pub.stream_id], memory_order_relaxed) >=
+         a->pub.seq;
 }
+/* Whether access a has physically completed: seen so before (done_stamp), or its event answers
+ * now (never inside a host function, where CUDA calls are forbidden). Teaches nothing: what
+ * pinguard's own queries find orders nothing. Marks it (done_stamp) when the event answers. */
+bool pg_acc_done_query(pg_acc_t *a);
+static inline bool pg_acc_done(pg_acc_t *a) {
+  return atomic_load_explicit(&a->done_stamp, memory_order_acquire) != 0 || pg_acc_done_query(a);
+}
+/* Completed but unordered accesses a stream keeps (pg_tracker_set_unordered_cap); beyond it the
+ * oldest are evicted (counted: pg_tracker_stat). */
+extern size_t pg_unordered_cap;
+/* Counts an event for the stats hook (pg_tracker_set_stat_hook), if one is set. */
+void pg_tracker_count(pg_tracker_stat_t what, uint64_t n);
 /* Whether an access on st enqueued now is ordered after a. */
 bool pg_stream_ordered_after(const pg_stream_t *st, const pg_acc_t *a);
 /* Fork: the stream map lock, then every stream's lock (0 prepare, 1 parent, 2 child). */

@@ -214,13 +214,27 @@ Test(core, an_event_wait_orders_the_second_access) {
   cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
 }
 
-Test(core, a_completed_access_is_no_conflict) {
+Test(core, a_completed_unordered_access_is_reported_without_a_wait) {
   start("enforce", NULL);
   copy(0, 0, 4096, true);
   complete(0);
   copy(1, 0, 4096, false);
-  cr_assert_eq(waits, 0, "completion is learned by a query, not a wait");
-  cr_assert_gt(queries, 0);
+  cr_assert_eq(waits, 0, "nothing is left running to wait for");
+  cr_assert_gt(queries, 0, "completion is learned by a query");
+  cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1,
+               "a race whether or not the GPU won it:\n%s", out);
+  cr_assert(strstr(out, "but nothing ordered it"), "%s", out);
+  cr_assert(strstr(out, "enforce: no wait needed"), "%s", out);
+}
+
+Test(core, a_completed_access_the_host_ordered_is_no_conflict) {
+  start("enforce", NULL);
+  copy(0, 0, 4096, true);
+  pg_decide_sync_prepare(S(0));
+  complete(0);
+  pg_decide_sync_done(true);
+  copy(1, 0, 4096, false);
+  cr_assert_eq(waits, 0);
   cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
 }
 

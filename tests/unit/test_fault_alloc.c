@@ -109,11 +109,9 @@ static void on_fault(int sig, siginfo_t *info, void *uctx) {
     _exit(3);
   }
   t_in_fault = 1;
-  pg_stack_t st;
-  pg_decide_fault_stack(&st, (void *)uc->uc_mcontext.gregs[REG_RIP],
-                        (void *)uc->uc_mcontext.gregs[REG_RBP]);
   bool is_write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
-  pg_decide_cpu_fault(addr, is_write, &st);
+  pg_decide_cpu_fault(addr, is_write, (void *)uc->uc_mcontext.gregs[REG_RIP],
+                      (void *)uc->uc_mcontext.gregs[REG_RBP]);
   t_in_fault = 0;
   atomic_fetch_add_explicit(&g_faults, 1, memory_order_relaxed);
 }

@@ -63,7 +63,7 @@ Test(report_text, layout_of_an_audit_report, .init = setup_log) {
   cr_assert_str_eq(line,
                    "  in-flight GPU access: kernel kv_gather (device access, direction unknown, "
                    "unknown extent) on stream 0x55e000001000 (device 0), enqueued 1.8 ms ago by "
-                   "thread T1:");
+                   "thread T1; still running:");
   cr_assert(strstr(out, "\n  buffer 0x7f2a10000000 (32 MiB) pinned by cudaHostAlloc (thread T1):\n"),
             "%s", out);
   cr_assert(strstr(out, " in tp_alloc_site"), "%s", out);
@@ -114,6 +114,36 @@ Test(report_text, gpu_access_names_its_device, .init = setup_log) {
   pg_report_format_json(&b, &v);
   cr_assert_not(b.overflow);
   cr_assert(strstr(json, "\"stream\":\"0x55e000001000\",\"device\":3,"), "%s", json);
+}
+
+Test(report_text, completed_but_unordered_access, .init = setup_log) {
+  configure("mode=enforce");
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_DEVICE_ACCESS_CONFLICT);
+  t.gpu.completed = true;
+  t.gpu.completed_age_ns = 400000;
+  t.r.action = PG_ACTION_COMPLETED;
+  pg_policy_report(&t.r);
+  tp_read_file(logfile, out, sizeof out);
+  cr_assert(strstr(out, "by thread T1; completed 0.4 ms before this access, but nothing ordered "
+                        "it: on a slower or busier device this access would race it:\n"),
+            "%s", out);
+  cr_assert(strstr(out, "\n  enforce: no wait needed, the conflicting GPU work had completed"),
+            "%s", out);
+
+  pg_symstack_t s = {0};
+  pg_report_view_t v = {.r = &t.r, .id = 1, .pid = 42, .access = &s, .region = &s, .gpu = {&s}};
+  static char json[16384];
+  pg_buf_t b;
+  pg_buf_init(&b, json, sizeof json);
+  pg_report_format_json(&b, &v);
+  cr_assert_not(b.overflow);
+  cr_assert(strstr(json, "\"completed\":true,\"completed_ago_ms\":0.4"), "%s", json);
+  cr_assert(strstr(json, "\"action\":\"completed\""), "%s", json);
+  t.gpu.completed = false;
+  pg_buf_init(&b, json, sizeof json);
+  pg_report_format_json(&b, &v);
+  cr_assert(strstr(json, "\"completed\":false,"), "%s", json);
 }
 
 Test(report_text, capture_action_unknown_region_and_missing_stacks, .init = setup_log) {

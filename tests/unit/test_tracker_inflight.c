@@ -145,15 +145,64 @@ Test(tracker_inflight, region_removed_while_in_flight) {
   cr_assert_eq(pg_tracker_inflight_count(), 0);
 }
 
-Test(tracker_inflight, lazy_retirement_polls_events) {
+Test(tracker_inflight, completion_seen_by_events_orders_nothing) {
   tt_close_gate(s1);
   cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
   tt_open_gates();
-  /* the application syncs behind the tracker's back: only the events can tell */
+  /* the application syncs behind the tracker's back: only the events can tell, and they tell
+   * only that the copy finished, not that the program ordered anything after it */
   cr_assert_eq(cudaStreamSynchronize(s1), cudaSuccess);
-  cr_assert_eq(pg_tracker_inflight_count(), 1);
-  cr_assert_eq(inflight(buf, 4096), 0, "complete per its event, so not in flight");
   pg_tracker_retire();
+  cr_assert_eq(pg_tracker_inflight_count(), 1, "completed, but still unordered");
+  pg_access_t a;
+  cr_assert_eq(pg_inflight_query(buf, 4096, 1, &a, 1), 1, "a race all the same");
+  cr_assert(a.completed, "found as completed");
+  cr_assert_neq(a.completed_stamp, 0);
+  cr_assert_eq(pg_access_find_running(PG_QUERY_WRITES, buf, 4096, PG_DIR_READ, 0, &a, 1), 0,
+               "nothing left to wait for");
+  tt_stream_sync(s1); /* the program orders it */
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+  cr_assert_eq(inflight(buf, 4096), 0);
+}
+
+Test(tracker_inflight, completed_accesses_give_their_events_back) {
+  for (int i = 0; i < 50; i++) {
+    cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+    cr_assert_eq(cudaStreamSynchronize(s1), cudaSuccess); /* unseen by the tracker */
+    pg_tracker_retire();
+  }
+  cr_assert_eq(pg_tracker_inflight_count(), 50, "none of them ordered");
+  cr_assert_leq(atomic_load(&tt_events_created), 2, "but their events are reused");
+  tt_stream_sync(s1);
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+}
+
+Test(tracker_inflight, pools_give_memory_back_when_a_backlog_drains) {
+  tt_close_gate(s1);
+  for (int i = 0; i < 3000; i++) cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  int created = atomic_load(&tt_events_created);
+  cr_assert_geq(created, 3000, "a backlog holds an event per copy");
+  tt_open_gates();
+  tt_stream_sync(s1);
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+  /* Each host sync gives back up to 256 idle events past 1024, and every idle record past 4096. */
+  for (int i = 0; i < 20; i++) tt_stream_sync(s1);
+  cr_assert_geq(atomic_load(&tt_events_destroyed), created - 1024,
+                "idle events beyond the steady state go back to the runtime (%d of %d)",
+                atomic_load(&tt_events_destroyed), created);
+}
+
+Test(tracker_inflight, unordered_accesses_are_capped_per_stream) {
+  pg_tracker_set_unordered_cap(8);
+  for (int i = 0; i < 40; i++) {
+    cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+    cr_assert_eq(cudaStreamSynchronize(s1), cudaSuccess); /* unseen by the tracker */
+    pg_tracker_retire();
+  }
+  cr_assert_leq(pg_tracker_inflight_count(), 9, "the oldest were evicted");
+  cr_assert_eq(inflight(buf, 4096), pg_tracker_inflight_count(), "the newest still reported");
+  pg_tracker_set_unordered_cap(PG_UNORDERED_CAP_DEFAULT);
+  tt_stream_sync(s1);
   cr_assert_eq(pg_tracker_inflight_count(), 0);
 }
 
@@ -172,8 +221,10 @@ Test(tracker_inflight, wait_blocks_until_complete) {
   cr_assert_eq(pg_inflight_query(buf, 1, 1, &a, 1), 1);
   tt_open_gates();
   cr_assert(pg_access_wait(&a));
-  cr_assert_eq(pg_tracker_inflight_count(), 0);
   cr_assert_eq(cudaEventQuery(a.event), cudaSuccess);
+  cr_assert_eq(pg_tracker_inflight_count(), 1, "pinguard's own wait orders nothing");
+  cr_assert_eq(pg_inflight_query(buf, 1, 1, &a, 1), 1);
+  cr_assert(a.completed);
 }
 
 static int hook_begins, hook_retires;

@@ -1,6 +1,6 @@
-/* test_tracker_latency.c: retirement on simcuda's simulated latency (SIMCUDA_LATENCY_US=300000,
- * set by CTest): a copy stays in flight while the stream has not reached it and retires once
- * the stream completed. The margin is large on purpose: the check right after the enqueue must
+/* test_tracker_latency.c: completion on simcuda's simulated latency (SIMCUDA_LATENCY_US=300000,
+ * set by CTest): a copy is running while the stream has not reached it, completed once the
+ * stream did, and tracked until the program orders it. The margin is large on purpose: the check right after the enqueue must
  * come well within the latency even on a loaded machine. */
 #include "test_tracker_support.h"
 
@@ -16,9 +16,14 @@ Test(tracker_latency, in_flight_until_the_stream_completes) {
   pg_access_t a;
   cr_assert_eq(pg_inflight_query(buf, 65536, 1, &a, 1), 1, "enqueued, not yet executed");
   cr_assert_eq(pg_tracker_inflight_count(), 1);
+  cr_assert(!a.completed, "still running");
   cr_assert_eq(cudaStreamSynchronize(s), cudaSuccess); /* the tracker is not told */
   pg_tracker_retire();
-  cr_assert_eq(pg_tracker_inflight_count(), 0, "its event completed: retired");
+  cr_assert_eq(pg_tracker_inflight_count(), 1, "its event completed, but nothing ordered it");
+  cr_assert_eq(pg_inflight_query(buf, 65536, 0, &a, 1), 1);
+  cr_assert(a.completed);
+  tt_stream_sync(s);
+  cr_assert_eq(pg_tracker_inflight_count(), 0, "ordered: retired");
   cr_assert_eq(pg_inflight_query(buf, 65536, 0, &a, 1), 0);
 }
 
@@ -28,6 +33,9 @@ Test(tracker_latency, wait_on_the_access) {
   cr_assert_eq(tt_copy_h2d(dev, buf, 65536, s), 1);
   pg_access_t a;
   cr_assert_eq(pg_inflight_query(buf, 1, 0, &a, 1), 1);
+  cr_assert(!a.completed);
   cr_assert(pg_access_wait(&a));
-  cr_assert_eq(pg_tracker_inflight_count(), 0);
+  cr_assert_eq(pg_access_find_running(PG_QUERY_ANY, buf, 1, PG_DIR_READ, 0, &a, 1), 0,
+               "the wait saw it complete");
+  cr_assert_eq(pg_tracker_inflight_count(), 1, "and ordered nothing");
 }

@@ -17,15 +17,23 @@
 
 static atomic_int tt_events_created;
 
+static atomic_int tt_events_destroyed;
+
 static cudaError_t tt_count_create(cudaEvent_t *e, unsigned flags) {
   atomic_fetch_add(&tt_events_created, 1);
   return cudaEventCreateWithFlags(e, flags);
+}
+
+static cudaError_t tt_count_destroy(cudaEvent_t e) {
+  atomic_fetch_add(&tt_events_destroyed, 1);
+  return cudaEventDestroy(e);
 }
 
 /* The tracker on the simulated runtime, through the shim's runtime backend. */
 static inline void tt_init_tracker(void) {
   pg_cudart_fns_t rt = sim_runtime_fns();
   rt.event_create_with_flags = tt_count_create;
+  rt.event_destroy = tt_count_destroy;
   pg_devops_t ops = pg_devops_runtime(&rt);
   cr_assert_eq(pg_tracker_init(&ops), 0);
 }
