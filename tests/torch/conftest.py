@@ -13,7 +13,12 @@ import sys
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LATENCY_US = "20000"  # every kernel starts 20 ms after its enqueue: the CPU is certainly first
+# Without pinguard and under enforce, every kernel starts 20 ms after its enqueue: the CPU is
+# certainly first, so a bug corrupts and enforce has work to wait for. Audit runs at a device
+# latency of 0: it must report an access the program never ordered even when the device finished
+# first.
+LATENCY_US = "20000"
+AUDIT_LATENCY_US = "0"
 
 # The two ways torch's caching host allocator pins memory.
 ALLOC_CONFS = {
@@ -56,9 +61,12 @@ class Result:
 
 
 def run(args, mode=None, alloc_conf="", options=None, timeout=240, script=None,
-        latency_us=LATENCY_US):
+        latency_us=None):
     """Runs `python script args` (scenario.py by default) on simcuda: with mode None, without
-    pinguard; with "audit" or "enforce", under `pinguard run --simcuda --mode MODE`."""
+    pinguard; with "audit" or "enforce", under `pinguard run --simcuda --mode MODE`. The device
+    latency is latency_us, by default AUDIT_LATENCY_US in audit and LATENCY_US otherwise."""
+    if latency_us is None:
+        latency_us = AUDIT_LATENCY_US if mode == "audit" else LATENCY_US
     env = dict(os.environ)
     env["SIMCUDA_LATENCY_US"] = latency_us
     env["PYTHONDONTWRITEBYTECODE"] = "1"
