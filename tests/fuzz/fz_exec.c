@@ -78,7 +78,8 @@ typedef struct dacc {
   int dir;
   uint64_t buf;     /* buffer generation */
   bool live;        /* its buffer is still pinned */
-  uint64_t dsync0;  /* --concurrent: other threads' device syncs of its device done before it */
+  uint64_t dsync0[FZ_MAXD]; /* --concurrent: other threads' device syncs, per device, done
+                               before it was enqueued */
 } dacc_t;
 
 typedef struct hfn {
@@ -389,6 +390,7 @@ static uint64_t others_dsync_done(int dev) { return g_dsync_done[dev] - t_dsync_
 static uint64_t others_dsync_begun(int dev) { return g_dsync_begun[dev] - t_dsync_begun[dev]; }
 
 static int sdev(int s);
+static int ndevices(void);
 
 /* The gates that may be open now, as far as this op's requirements go: those opened when it
  * began, or (--concurrent) all, when another thread's opening may have overlapped it. */
@@ -405,11 +407,21 @@ static void host_most(vc_t *out, uint64_t opened) {
     if (!pending(T->h[k].gate, opened)) vc_join(out, &T->h[k].vc);
 }
 
-/* Unordered with the host even by its largest clock `most`: another thread's device sync that
- * began after the access was enqueued (--concurrent) may have ordered it too. */
+/* --concurrent: whether another thread's device sync may have ordered d. Such a sync teaches
+ * the host every clock of its device's streams: d's own, and any other (this thread's) that an
+ * event wait has made cover d. Only one that began after d was enqueued can have seen it. */
 static bool others_may_order(const dacc_t *d) {
-  return M.cfg->concurrent && others_dsync_begun(sdev(d->stream)) != d->dsync0;
+  if (!M.cfg->concurrent) return false;
+  for (int dev = 0; dev < ndevices(); dev++) {
+    if (others_dsync_begun(dev) == d->dsync0[dev]) continue;
+    if (dev == sdev(d->stream)) return true;
+    for (int s = t_base_s; s < t_base_s + M.cfg->streams; s++)
+      if (sdev(s) == dev && M.svc[s].c[d->stream] >= d->pos) return true;
+  }
+  return false;
 }
+
+/* Unordered with the host even by its largest clock `most`, and by no other thread's sync. */
 static bool surely_unordered(const dacc_t *d, const vc_t *most) {
   return most->c[d->stream] < d->pos && !others_may_order(d);
 }
@@ -444,8 +456,10 @@ static dacc_t *dacc_push(void) {
   return d;
 }
 
+/* This thread's live buffer holding a (in --concurrent runs another thread's slots may still
+ * name memory it has just unmapped, which this thread's buffer may now occupy). */
 static buf_t *buf_of_addr(uintptr_t a) {
-  for (int i = 0; i < FZ_MAXB; i++) {
+  for (int i = t_base_b; i < t_base_b + M.cfg->slots; i++) {
     buf_t *b = &M.b[i];
     if (b->alive && a >= (uintptr_t)b->p && a < (uintptr_t)b->p + b->size) return b;
   }
@@ -825,12 +839,13 @@ typedef struct enq {
   span_t sp[4];
   int n;
   uint64_t opened;  /* the gates open when the op began */
-  uint64_t dsync0;  /* --concurrent: other threads' device syncs of s's device done by then */
+  uint64_t dsync0[FZ_MAXD]; /* --concurrent: other threads' device syncs done by then */
 } enq_t;
 
 static void enq_before(enq_t *q, uint64_t opened) {
   q->opened = opened;
-  q->dsync0 = M.cfg->concurrent ? others_dsync_done(sdev(q->s)) : 0;
+  for (int dev = 0; dev < FZ_MAXD; dev++)
+    q->dsync0[dev] = M.cfg->concurrent ? others_dsync_done(dev) : 0;
 }
 
 static void enq_after(enq_t *q, cudaError_t err) {
@@ -876,7 +891,7 @@ static void enq_after(enq_t *q, cudaError_t err) {
     d->dir = q->sp[k].dir;
     d->buf = q->b->gen;
     d->live = true;
-    d->dsync0 = q->dsync0;
+    memcpy(d->dsync0, q->dsync0, sizeof d->dsync0);
     rearm(q->b, d->lo, d->hi);
   }
 }

@@ -6,7 +6,8 @@
  *
  *   pgfuzz [--seeds A-B] [--time SECONDS] [--mode audit|enforce] [--threads N] [--streams N]
  *          [--events N] [--slots N] [--devices N] [--ops N] [--no-KIND ...] [--per-proc N] [--jobs N]
- *          [--timeout S] [--latency US|LO-HI] [--out DIR] [--no-shrink] [--replay FILE]
+ *          [--timeout S] [--latency US|LO-HI] [--out DIR] [--no-shrink] [--print] [--replay FILE]
+ * --print writes the seeds' op lists (op-file form) instead of running them.
  * KIND is an op name (hostfn, kern, cpu, ...). Exit status: 0 when every seed passed. */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +32,7 @@ typedef struct opts {
   int lat_lo, lat_hi;
   const char *out;
   bool shrink;
+  bool print;    /* --print: the op lists of the seeds, in op-file form, and nothing run */
   const char *replay;
   bool child;
   char self[4096];
@@ -49,7 +51,7 @@ static void usage(void) {
   fprintf(stderr,
           "usage: pgfuzz [--seeds A-B] [--time S] [--mode audit|enforce] [--threads N] "
           "[--streams N] [--events N] [--slots N] [--devices N] [--ops N] [--no-KIND] [--per-proc N] "
-          "[--jobs N] [--timeout S] [--latency US|LO-HI] [--out DIR] [--no-shrink] "
+          "[--jobs N] [--timeout S] [--latency US|LO-HI] [--out DIR] [--no-shrink] [--print] "
           "[--replay FILE]\n");
   exit(2);
 }
@@ -567,6 +569,10 @@ int main(int argc, char **argv) {
       O.shrink = false;
       continue;
     }
+    if (!strcmp(f, "--print")) {
+      O.print = true;
+      continue;
+    }
     if (cfg_flag(&O.cfg, f, v, &used)) {
       append_cfg_arg(f);
       if (used) append_cfg_arg(v), i++;
@@ -600,6 +606,17 @@ int main(int argc, char **argv) {
     if (O.cfg.slots * O.cfg.threads > FZ_MAXB) O.cfg.slots = FZ_MAXB / O.cfg.threads;
   }
   if (O.child) return child_main();
+  if (O.print) {
+    for (long seed = O.seed_lo; seed <= O.seed_hi; seed++) {
+      fz_ops_t ops = {0};
+      fz_generate((uint64_t)seed, &O.cfg, &ops);
+      cfg_header(stdout, &O.cfg);
+      printf("# seed %ld\n", seed);
+      fz_ops_write(stdout, &ops);
+      fz_ops_free(&ops);
+    }
+    return 0;
+  }
 
   if (!getenv("PG_PRELOAD"))
     fprintf(stderr, "pgfuzz: PG_PRELOAD is not set: running without pinguard (every expected "
