@@ -1,16 +1,19 @@
 /* fz_exec.c: runs an op list under the preloaded pinguard and checks it against a model.
  *
- * The model is exact regardless of timing:
+ * The model is exact regardless of timing (README.md, "The model"):
  *  - Happens-before: vector clocks over streams, plus the host's clock (the application threads
  *    take turns in op-list order, so they are totally ordered among themselves). A query that
- *    answers success orders exactly what a sync would; its real answer is used.
- *  - "Certainly still in flight": work behind a closed gate (fz_gate.c) has not run. Gates open
- *    only on OPEN ops and inside every call that can block on queued work, after pinguard's check.
+ *    answers success orders exactly what a sync would; its real answer is used. Whether the GPU
+ *    has finished never matters: an access stays unordered until the program orders it.
+ *  - The host's clock is known between two bounds: what the program's syncs taught (certain),
+ *    and that joined with what every host function that may have started taught (pinguard's
+ *    host learns a host function's place when it starts). A host function behind a closed gate
+ *    (fz_gate.c, invisible to pinguard) has not started.
  *  - A report is allowed when every GPU access it names is, in the model, an access to the same
- *    bytes that the violating access is not ordered with (a false positive otherwise). A report is
- *    required when such an access is certainly still in flight and pinguard can see the
- *    violation: for CPU accesses, on a page lying wholly inside the access, not let go after an
- *    earlier audit report (a false negative otherwise).
+ *    bytes that the violating access is not ordered with by the certain clock (a false positive
+ *    otherwise). A report is required when such an access is unordered even by the largest clock
+ *    and pinguard can see the violation: for CPU accesses, on a page lying wholly inside the
+ *    access, not let go after an earlier report (a false negative otherwise).
  *  - In enforce mode every device range is whole pages, so pinguard orders every conflict: each
  *    CPU read and every buffer's final bytes must equal program order's.
  * Several devices (--devices N): stream and event i belong to device i % N (counted per thread in
@@ -20,7 +23,7 @@
  * device sync orders only the current device's streams.
  * Host functions run on stream workers: their CPU accesses are ordered after the stream's
  * earlier work and before its later work; their reports are checked for false positives only
- * (when they run is timing). */
+ * (when they run, against the application threads' syncs, is timing). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -71,18 +74,19 @@ typedef struct dacc {
   int stream;
   uint32_t pos;     /* position on its stream */
   vc_t vc;          /* its clock (what precedes it) */
-  uint64_t gate;    /* the latest gate it waits behind */
   uintptr_t lo, hi;
   int dir;
   uint64_t buf;     /* buffer generation */
   bool live;        /* its buffer is still pinned */
+  uint64_t dsync0[FZ_MAXD]; /* --concurrent: other threads' device syncs, per device, done
+                               before it was enqueued */
 } dacc_t;
 
 typedef struct hfn {
   int op, stream;
   uint32_t pos;
   vc_t vc;
-  uint64_t gate;
+  uint64_t gate;    /* the latest gate it waits behind: closed, it has not started */
   uintptr_t lo, hi;
   uint64_t buf;
 } hfn_t;
@@ -146,7 +150,7 @@ typedef struct tmodel {
 static __thread tmodel_t *T;
 static __thread int t_base_s, t_base_e, t_base_b; /* its first stream, event and slot */
 static __thread int t_dev;                         /* its current device */
-static __thread uint64_t t_opens0;                /* fz_gate_opens_done() when the op began */
+static __thread uint64_t t_opens0;   /* fz_gate_others_done() when the op began */
 static __thread int t_app_thread; /* 1 + the application thread's index; 0 elsewhere */
 
 static struct {
@@ -286,8 +290,6 @@ static void hrep_push(const rep_t *r) {
   M.hrep[M.nhrep++] = *r;
 }
 
-static void release_pages_of(const rep_t *r);
-
 /* New complete report lines since the last call: those of host functions are kept for the end,
  * the others returned (at most cap). */
 static void route(const rep_t *r, rep_t *out, size_t cap, size_t *n) {
@@ -351,9 +353,9 @@ static size_t log_collect_locked(rep_t *out, size_t cap) {
       rep_t r;
       if (parse_report(start, &r) && !probe_report(&r)) {
         if (from_worker(&r)) {
+          /* Its pages are let go only while it runs: it protects them again when it returns. */
           r.hostfn = true;
           hrep_push(&r);
-          if (!M.cfg->mode_enforce && !M.cfg->concurrent) release_pages_of(&r);
         } else {
           route(&r, out, cap, &n);
         }
@@ -368,13 +370,71 @@ static size_t log_collect_locked(rep_t *out, size_t cap) {
 }
 
 /* ---- model helpers ------------------------------------------------------------------------- */
+/* Certainly ordered before the host: the program's own syncs and successful queries say so. */
 static bool hb_before_host(const dacc_t *d) { return T->host.c[d->stream] >= d->pos; }
 
-static bool ordered_before_stream(const dacc_t *d, int s) {
+static bool pending(uint64_t gate, uint64_t opened) { return gate > opened; }
+
+/* ---- the host's clock at its largest -----------------------------------------------------------
+ * pinguard's host clock is one for the process. It learns what the program's syncs and
+ * successful queries teach (the model's T->host: certain), and also, at a time the program does
+ * not fix, a host function's place in its stream when the function starts, and in --concurrent
+ * runs whatever another thread's device sync covered. A report is required only for an access
+ * that even the largest clock leaves unordered. */
+
+/* Device syncs per device, by all threads and by this one (--concurrent): begun before the call
+ * (before pinguard's prepare snapshots the streams), done after it. */
+static _Atomic uint64_t g_dsync_begun[FZ_MAXD], g_dsync_done[FZ_MAXD];
+static __thread uint64_t t_dsync_begun[FZ_MAXD], t_dsync_done[FZ_MAXD];
+static uint64_t others_dsync_done(int dev) { return g_dsync_done[dev] - t_dsync_done[dev]; }
+static uint64_t others_dsync_begun(int dev) { return g_dsync_begun[dev] - t_dsync_begun[dev]; }
+
+static int sdev(int s);
+static int ndevices(void);
+
+/* The gates that may be open now, as far as this op's requirements go: those opened when it
+ * began, or (--concurrent) all, when another thread's opening may have overlapped it. */
+static uint64_t op_opened(uint64_t opened) {
+  if (M.cfg->concurrent && fz_gate_others_begun() != t_opens0) return UINT64_MAX;
+  return opened;
+}
+
+/* The largest clock the host may have: the certain one, joined with the clock of every host
+ * function that may have started (none behind a gate still closed: `opened`). */
+static void host_most(vc_t *out, uint64_t opened) {
+  *out = T->host;
+  for (size_t k = 0; k < T->nh; k++)
+    if (!pending(T->h[k].gate, opened)) vc_join(out, &T->h[k].vc);
+}
+
+/* --concurrent: whether another thread's device sync may have ordered d. Such a sync teaches
+ * the host every clock of its device's streams: d's own, and any other (this thread's) that an
+ * event wait has made cover d. Only one that began after d was enqueued can have seen it. */
+static bool others_may_order(const dacc_t *d) {
+  if (!M.cfg->concurrent) return false;
+  for (int dev = 0; dev < ndevices(); dev++) {
+    if (others_dsync_begun(dev) == d->dsync0[dev]) continue;
+    if (dev == sdev(d->stream)) return true;
+    for (int s = t_base_s; s < t_base_s + M.cfg->streams; s++)
+      if (sdev(s) == dev && M.svc[s].c[d->stream] >= d->pos) return true;
+  }
+  return false;
+}
+
+/* Unordered with the host even by its largest clock `most`, and by no other thread's sync. */
+static bool surely_unordered(const dacc_t *d, const vc_t *most) {
+  return most->c[d->stream] < d->pos && !others_may_order(d);
+}
+
+/* Ordered before an op enqueued now on stream s, given the host's clock `host`. */
+static bool ordered_before_stream_by(const dacc_t *d, int s, const vc_t *host) {
   if (d->stream == s) return true;
   vc_t v = M.svc[s];
-  vc_join(&v, &T->host);
+  vc_join(&v, host);
   return v.c[d->stream] >= d->pos;
+}
+static bool ordered_before_stream(const dacc_t *d, int s) {
+  return ordered_before_stream_by(d, s, &T->host);
 }
 
 static bool dacc_unordered_with_hfn(const dacc_t *d, const hfn_t *h) {
@@ -382,8 +442,6 @@ static bool dacc_unordered_with_hfn(const dacc_t *d, const hfn_t *h) {
   if (d->vc.c[h->stream] >= h->pos) return false; /* h before d */
   return true;
 }
-
-static bool pending(uint64_t gate, uint64_t opened) { return gate > opened; }
 
 static bool overlaps(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d) { return a < d && c < b; }
 
@@ -398,8 +456,10 @@ static dacc_t *dacc_push(void) {
   return d;
 }
 
+/* This thread's live buffer holding a (in --concurrent runs another thread's slots may still
+ * name memory it has just unmapped, which this thread's buffer may now occupy). */
 static buf_t *buf_of_addr(uintptr_t a) {
-  for (int i = 0; i < FZ_MAXB; i++) {
+  for (int i = t_base_b; i < t_base_b + M.cfg->slots; i++) {
     buf_t *b = &M.b[i];
     if (b->alive && a >= (uintptr_t)b->p && a < (uintptr_t)b->p + b->size) return b;
   }
@@ -413,10 +473,10 @@ static void release_range(buf_t *b, uintptr_t lo, uintptr_t hi) {
   }
 }
 
-/* After an audit report of a CPU access, pinguard lets the CPU through the faulting page and (as
- * the docs now say) through every page of the GPU accesses the report met, until they retire or
- * a new access covers the page. The model lets them go until a new access covers them (an
- * earlier retirement only makes a report impossible there, which the model never requires). */
+/* After a report of a CPU access (audit, and enforce once it has waited for what still ran),
+ * pinguard lets the CPU through the faulting page and through every page of the GPU accesses the
+ * report met, until a new access covers the page (or they are ordered, which only makes a report
+ * impossible there, which the model never requires). */
 static void release_pages_of(const rep_t *r) {
   buf_t *b = buf_of_addr(r->addr);
   if (!b) return;
@@ -515,7 +575,6 @@ static void CUDART_CB hostfn_body(void *user) {
   fz_hostfn_touch(a->p, a->len);
 }
 
-static void CUDART_CB gate_body(void *user) { fz_gate_wait((uint64_t)(uintptr_t)user); }
 
 typedef struct cpu_ctx {
   const buf_t *b;
@@ -532,6 +591,25 @@ static bool cpu_ok(const dacc_t *d, const void *vctx) {
 /* A host function that may be running now (not behind a closed gate, not known complete). */
 static bool hfn_may_run(const hfn_t *h, uint64_t opened) {
   return !pending(h->gate, opened) && T->host.c[h->stream] < h->pos;
+}
+
+/* Whether a running host function may have let the CPU through page pg of buffer b: a fault of
+ * its opens the pages it touches and those of every access it met there, until it returns. */
+static bool hfn_may_open(const buf_t *b, uintptr_t pg, uint64_t opened) {
+  for (size_t k = 0; k < T->nh; k++) {
+    const hfn_t *h = &T->h[k];
+    if (h->buf != b->gen || !hfn_may_run(h, opened)) continue;
+    uintptr_t lo = h->lo & ~(uintptr_t)(FZ_PAGE - 1);
+    uintptr_t hi = (h->hi + FZ_PAGE - 1) & ~(uintptr_t)(FZ_PAGE - 1);
+    if (overlaps(lo, hi, pg, pg + FZ_PAGE)) return true;
+    for (size_t j = 0; j < T->nd; j++) {
+      const dacc_t *d = &T->d[j];
+      if (d->live && d->buf == b->gen && overlaps(d->lo, d->hi, lo, hi) &&
+          overlaps(d->lo, d->hi, pg, pg + FZ_PAGE))
+        return true;
+    }
+  }
+  return false;
 }
 
 /* Where a GPU access named in a report comes from, in the model's terms. */
@@ -599,9 +677,6 @@ static void check_reports(int op, const rep_t *r, size_t n, const char *kind, ac
       return;
     }
   }
-  /* Concurrent runs: other threads open gates at any time, so a requirement holds only when
-   * no opening happened during the op. */
-  if (M.cfg->concurrent && fz_gate_opens_begun() != t_opens0) must = false;
   fz_stat_reports += n;
   if (must) fz_stat_required++;
   if (must) {
@@ -697,9 +772,6 @@ static void op_free(int i, const fz_op_t *o, uint64_t opened) {
   buf_t *b = &M.b[o->a[0] % M.cfg->slots + t_base_b];
   if (!b->alive) return;
   free_ctx_t c = {b->gen};
-  bool must = false;
-  for (size_t k = 0; k < T->nd; k++)
-    if (free_ok(&T->d[k], &c) && pending(T->d[k].gate, opened)) must = true;
   cudaError_t err;
   if (b->how == 0) {
     err = cudaFreeHost(b->p);
@@ -708,9 +780,18 @@ static void op_free(int i, const fz_op_t *o, uint64_t opened) {
   }
   rep_t r[16];
   size_t n = log_collect(r, 16);
+  /* Required: an access to the buffer that even the largest host clock leaves unordered. */
+  vc_t most;
+  host_most(&most, op_opened(opened));
+  bool must = false;
+  char why[160] = "";
+  for (size_t k = 0; k < T->nd && !must; k++)
+    if (free_ok(&T->d[k], &c) && surely_unordered(&T->d[k], &most)) {
+      must = true;
+      snprintf(why, sizeof why, "op #%d's access to the buffer is unordered", T->d[k].op);
+    }
   const char *kind = b->how == 0 ? "free-during-device-access" : "unregister-during-device-access";
-  check_reports(i, r, n, kind, free_ok, &c, NULL, 0, 0, must,
-                "an access to the buffer is behind a closed gate");
+  check_reports(i, r, n, kind, free_ok, &c, NULL, 0, 0, must, why);
   if (b->how == 1) free(b->p);
   else if (b->how == 2) munmap(b->p, b->size);
   if (err != cudaSuccess) fail("error", i, "unpinning failed: %s", cudaGetErrorName(err));
@@ -744,44 +825,54 @@ static bool conf_ok(const dacc_t *d, const void *vctx) {
   return (may_write(d->dir) || may_write(c->sp.dir)) && !ordered_before_stream(d, c->stream);
 }
 
+/* A report required for span c: access d conflicts with it even by the host's largest clock. */
+static bool conf_must(const dacc_t *d, const conf_ctx_t *c, const vc_t *most) {
+  if (!conf_ok(d, c) || others_may_order(d)) return false;
+  if (c->sp.order != ORDER_STREAM) return most->c[d->stream] < d->pos;
+  return !ordered_before_stream_by(d, c->stream, most);
+}
+
 /* The checks and bookkeeping around one enqueue with host spans sp[0..n) on stream s. */
 typedef struct enq {
   int op, s;
   buf_t *b;
   span_t sp[4];
   int n;
-  bool must[4];
+  uint64_t opened;  /* the gates open when the op began */
+  uint64_t dsync0[FZ_MAXD]; /* --concurrent: other threads' device syncs done by then */
 } enq_t;
 
 static void enq_before(enq_t *q, uint64_t opened) {
-  bool may_have_waited = false;
-  for (int k = 0; k < q->n; k++) {
-    conf_ctx_t c = {q->b->gen, q->sp[k], q->s};
-    q->must[k] = false;
-    bool candidate = false;
-    for (size_t j = 0; j < T->nd; j++) {
-      if (!conf_ok(&T->d[j], &c)) continue;
-      candidate = true;
-      if (pending(T->d[j].gate, opened)) q->must[k] = true;
-    }
-    /* In enforce mode the check of an earlier span may have waited, which opens the gates. */
-    if (may_have_waited) q->must[k] = false;
-    if (candidate && M.cfg->mode_enforce) may_have_waited = true;
-  }
+  q->opened = opened;
+  for (int dev = 0; dev < FZ_MAXD; dev++)
+    q->dsync0[dev] = M.cfg->concurrent ? others_dsync_done(dev) : 0;
 }
 
 static void enq_after(enq_t *q, cudaError_t err) {
   rep_t r[32];
   size_t n = log_collect(r, 32);
+  uint64_t opened = op_opened(q->opened);
   for (int k = 0; k < q->n && !M.failed; k++) {
     conf_ctx_t c = {q->b->gen, q->sp[k], q->s};
+    vc_t most;
+    host_most(&most, opened);
+    bool must = false, candidate = false;
+    int culprit = -1;
+    for (size_t j = 0; j < T->nd; j++) {
+      if (conf_ok(&T->d[j], &c)) candidate = true;
+      if (!must && conf_must(&T->d[j], &c, &most)) must = true, culprit = T->d[j].op;
+    }
+    char why[160];
+    snprintf(why, sizeof why,
+             q->sp[k].order == ORDER_STREAM
+                 ? "op #%d's access to the same bytes on another stream is unordered with it"
+                 : "op #%d's device write of a batch source read out of stream order is unordered",
+             culprit);
     check_reports(q->op, r, n, "device-access-conflict", conf_ok, &c, NULL, q->sp[k].lo,
-                  q->sp[k].hi - q->sp[k].lo, q->must[k],
-                  q->sp[k].order == ORDER_STREAM
-                      ? "an unordered access to the same bytes on another stream is behind a "
-                        "closed gate"
-                      : "a device write of a batch source read out of stream order is behind a "
-                        "closed gate");
+                  q->sp[k].hi - q->sp[k].lo, must, why);
+    /* In enforce mode this span's check may have waited, which opens the gates: the later
+     * spans' host functions may have started. */
+    if (candidate && M.cfg->mode_enforce) opened = UINT64_MAX;
   }
   if (err != cudaSuccess) {
     fail("error", q->op, "enqueue failed: %s", cudaGetErrorName(err));
@@ -795,12 +886,12 @@ static void enq_after(enq_t *q, cudaError_t err) {
     d->stream = q->s;
     d->pos = pos;
     d->vc = M.svc[q->s];
-    d->gate = M.sgate[q->s];
     d->lo = q->sp[k].lo;
     d->hi = q->sp[k].hi;
     d->dir = q->sp[k].dir;
     d->buf = q->b->gen;
     d->live = true;
+    memcpy(d->dsync0, q->dsync0, sizeof d->dsync0);
     rearm(q->b, d->lo, d->hi);
   }
 }
@@ -943,47 +1034,36 @@ static void op_cpu(int i, const fz_op_t *o, uint64_t opened) {
   long off = o->a[2], len = o->a[3];
   if (!range_ok(b, off, len)) return;
   uintptr_t lo = (uintptr_t)b->p + (uintptr_t)off, hi = lo + (uintptr_t)len;
-  bool must = false;
-  char why[160] = "";
-  bool any_hfn_running = false;
-  for (size_t k = 0; k < T->nh; k++)
-    if (hfn_may_run(&T->h[k], opened)) any_hfn_running = true;
-  bool guarded = b->size >= M.cfg->guard_min;
-  for (uintptr_t pg = lo & ~(uintptr_t)(FZ_PAGE - 1); pg < hi && guarded; pg += FZ_PAGE) {
-    size_t pi = (pg - (uintptr_t)b->p) / FZ_PAGE;
-    if (!M.cfg->mode_enforce && b->released[pi]) continue;
-    bool hfn_here = false; /* a host function's audit report may let the page go any moment */
-    for (size_t k = 0; k < T->nh; k++)
-      if (T->h[k].buf == b->gen && overlaps(T->h[k].lo, T->h[k].hi, pg, pg + FZ_PAGE) &&
-          hfn_may_run(&T->h[k], opened))
-        hfn_here = true;
-    if (hfn_here || (M.cfg->mode_enforce && any_hfn_running)) continue;
-    if (M.cfg->concurrent) { /* a host function's report let the page go (not tracked here) */
-      bool hit = false;
-      pthread_mutex_lock(&M.logmu);
-      for (size_t k = 0; k < M.nhrep; k++)
-        if ((M.hrep[k].addr & ~(uintptr_t)(FZ_PAGE - 1)) == pg) hit = true;
-      pthread_mutex_unlock(&M.logmu);
-      if (hit) continue;
-    }
-    for (size_t k = 0; k < T->nd; k++) {
-      const dacc_t *d = &T->d[k];
-      if (d->live && d->buf == b->gen && pending(d->gate, opened) && d->lo <= pg &&
-          pg + FZ_PAGE <= d->hi && (write || may_write(d->dir))) {
-        must = true;
-        snprintf(why, sizeof why, "page %zu lies wholly inside op #%d's access, behind a closed gate",
-                 pi, d->op);
-      }
-    }
-  }
   fz_cpu_touch(b->p + off, (size_t)len, write, o->a[4]);
   rep_t r[64];
   size_t n = log_collect(r, 64);
+  /* Required: a page it touches lies wholly inside an access (a writing one, for a read) that
+   * even the host's largest clock leaves unordered, pages are guarded in a buffer this size, no
+   * earlier report let the page go, and no host function that may be running let it go. (In
+   * enforce mode a first fault may wait, which opens the gates; but that fault was reported.) */
+  uint64_t op_open = op_opened(opened);
+  vc_t most;
+  host_most(&most, op_open);
+  bool must = false;
+  char why[160] = "";
+  bool guarded = b->size >= M.cfg->guard_min;
+  for (uintptr_t pg = lo & ~(uintptr_t)(FZ_PAGE - 1); pg < hi && guarded && !must; pg += FZ_PAGE) {
+    size_t pi = (pg - (uintptr_t)b->p) / FZ_PAGE;
+    if (b->released[pi] || hfn_may_open(b, pg, op_open)) continue;
+    for (size_t k = 0; k < T->nd && !must; k++) {
+      const dacc_t *d = &T->d[k];
+      if (d->live && d->buf == b->gen && d->lo <= pg && pg + FZ_PAGE <= d->hi &&
+          (write || may_write(d->dir)) && surely_unordered(d, &most)) {
+        must = true;
+        snprintf(why, sizeof why, "page %zu lies wholly inside op #%d's unordered access", pi,
+                 d->op);
+      }
+    }
+  }
   cpu_ctx_t c = {.b = b, .write = write};
   check_reports(i, r, n, write ? "cpu-write-during-device-access" : "cpu-read-during-device-write",
                 cpu_ok, &c, &c.page, 0, 0, must, why);
-  if (!M.cfg->mode_enforce)
-    for (size_t k = 0; k < n; k++) release_pages_of(&r[k]);
+  for (size_t k = 0; k < n; k++) release_pages_of(&r[k]);
   if (write) {
     memset(b->model + off, o->a[4], (size_t)len);
   } else if (M.cfg->mode_enforce && !M.failed) {
@@ -1031,7 +1111,7 @@ static void learn(const vc_t *v) { vc_join(&T->host, v); }
 
 static void exec_op(int i) {
   const fz_op_t *o = &M.ops->v[i];
-  t_opens0 = fz_gate_opens_done();
+  t_opens0 = fz_gate_others_done();
   uint64_t opened = fz_gate_opened();
   if (g_trace) {
     char line[160];
@@ -1109,7 +1189,11 @@ static void exec_op(int i) {
     case FZ_DSYNC: { /* the current device's streams only (this thread's, in concurrent runs) */
       vc_t snap[FZ_MAXS];
       memcpy(snap, M.svc, sizeof snap);
+      t_dsync_begun[t_dev]++;
+      g_dsync_begun[t_dev]++;
       err = cudaDeviceSynchronize();
+      g_dsync_done[t_dev]++;
+      t_dsync_done[t_dev]++;
       if (err == cudaSuccess)
         for (int s = t_base_s; s < t_base_s + M.cfg->streams; s++)
           if (sdev(s) == t_dev) learn(&snap[s]);
@@ -1125,8 +1209,8 @@ static void exec_op(int i) {
     case FZ_GATE: {
       int s = sidx(o->a[0]);
       uint64_t g = fz_gate_new();
-      err = cudaLaunchHostFunc(S(s), gate_body, (void *)(uintptr_t)g);
-      if (err == cudaSuccess) M.sgate[s] = g;
+      if (fz_gate_launch(S(s), g) == 0) M.sgate[s] = g;
+      else err = cudaErrorUnknown;
       break;
     }
     case FZ_OPEN: fz_gate_open_all(); break;
@@ -1231,7 +1315,7 @@ static void probe_thread_number(int me) {
     cudaStream_t s = M.s[t_base_s];
     M.probe[me] = (uintptr_t)p;
     uint64_t g = fz_gate_new();
-    cudaLaunchHostFunc(s, gate_body, (void *)(uintptr_t)g);
+    fz_gate_launch(s, g);
     cudaMemcpyAsync(M.dev[t_base_s], p, FZ_PAGE, cudaMemcpyHostToDevice, s);
     pinguard_release(p, FZ_PAGE);
     rep_t r[8];

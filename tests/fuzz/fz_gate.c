@@ -1,8 +1,13 @@
 /* fz_gate.c: libpgfuzz_gate.so, the fuzzer's stream gates. A gate is a host function that holds
- * its stream until the gates are opened, so that the fuzzer knows for certain that the work
- * behind a closed gate has not run. Every call that can block on queued work (frees,
- * unregistrations, stream, event and device syncs: the application's and pinguard's own) opens
- * every gate first, so nothing ever waits on a closed gate.
+ * its stream until the gates are opened: a slow device, as far as pinguard can tell. It is
+ * enqueued with the driver's own cuLaunchHostFunc, found with the C library's dlsym in
+ * libcuda's scope, so pinguard never sees it: its start teaches pinguard's host clock nothing
+ * (a host function the program enqueues does), and the gates change when work runs, never what
+ * is ordered. They hold work back so that enforce mode has running work to wait for, and so
+ * that the fuzzer knows for certain that a host function behind a closed gate has not started.
+ * Every call that can block on queued work (frees, unregistrations, stream, event and device
+ * syncs: the application's and pinguard's own) opens every gate first, so nothing ever waits on
+ * a closed gate.
  *
  * The library sits between pinguard and simcuda: the fuzzer links it before libcudart, so
  * pinguard's RTLD_NEXT lookup of a real function finds these definitions (carrying libcudart's
@@ -11,6 +16,7 @@
  * safe from pinguard's fault handler. */
 #include <dlfcn.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 #include <cuda_runtime_api.h>
@@ -24,25 +30,55 @@ static atomic_uint_fast64_t g_opened;  /* gates with an id up to this are open *
  * overlapped it) never misses one that a preempted opener was halfway through. */
 static atomic_uint_fast64_t g_begun;
 static atomic_uint_fast64_t g_done;
+/* The calling thread's own share of both (initial-exec: read from pinguard's fault handler too). */
+static __thread __attribute__((tls_model("initial-exec"))) uint64_t t_begun, t_done;
 
 uint64_t fz_gate_new(void) { return atomic_fetch_add(&g_last, 1) + 1; }
 
 void fz_gate_open_all(void) {
+  t_begun++;
   atomic_fetch_add(&g_begun, 1);
   uint64_t last = atomic_load(&g_last);
   uint64_t cur = atomic_load(&g_opened);
   while (cur < last && !atomic_compare_exchange_weak(&g_opened, &cur, last)) {
   }
   atomic_fetch_add(&g_done, 1);
+  t_done++;
 }
 
 uint64_t fz_gate_opened(void) { return atomic_load(&g_opened); }
-uint64_t fz_gate_opens_done(void) { return atomic_load(&g_done); }
-uint64_t fz_gate_opens_begun(void) { return atomic_load(&g_begun); }
+uint64_t fz_gate_others_done(void) { return atomic_load(&g_done) - t_done; }
+uint64_t fz_gate_others_begun(void) { return atomic_load(&g_begun) - t_begun; }
 
 void fz_gate_wait(uint64_t id) {
   struct timespec ts = {0, 20000};
   while (atomic_load(&g_opened) < id) nanosleep(&ts, NULL);
+}
+
+static void gate_body(void *user) { fz_gate_wait((uint64_t)(uintptr_t)user); }
+
+/* The driver's cuLaunchHostFunc, as libcuda itself defines it: looked up with the C library's
+ * dlsym (pinguard defines dlsym, and answers a lookup of a driver name with its wrapper) on
+ * libcuda's handle (whose scope has no preloaded object). */
+typedef int (*launch_fn)(void *stream, void (*fn)(void *), void *user);
+static launch_fn driver_launch(void) {
+  static _Atomic(launch_fn) fn;
+  launch_fn f = atomic_load(&fn);
+  if (f) return f;
+  void *(*libc_dlsym)(void *, const char *) =
+      (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+  if (!libc_dlsym)
+    libc_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+  void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!libc_dlsym || !h) return NULL;
+  f = (launch_fn)libc_dlsym(h, "cuLaunchHostFunc");
+  atomic_store(&fn, f);
+  return f;
+}
+
+int fz_gate_launch(void *stream, uint64_t id) {
+  launch_fn f = driver_launch();
+  return f ? f(stream, gate_body, (void *)(uintptr_t)id) : -1;
 }
 
 static void *real(const char *name) {
