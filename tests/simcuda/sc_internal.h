@@ -51,6 +51,11 @@ void sc_sleep_until_ns(uint64_t deadline_ns);
 /* The calling thread's current device (cudaSetDevice; 0 until it calls it). */
 int sc_device_current(void);
 bool sc_device_valid(int device);
+/* An H200's attribute `attr` (a CUDA 13.0 number, 1 to 147) of `device` into *value: 0, or -1
+ * for a number CUDA does not define (sc_devattr.c). */
+int sc_device_attribute(int attr, int device, int *value);
+/* An H200's properties, with simcuda's name, PCI bus, UUID byte and arena size for `device`. */
+void sc_device_properties(struct cudaDeviceProp *prop, int device);
 
 /* Records err as the calling thread's last error (cudaGetLastError) and returns it. */
 cudaError_t sc_ret(cudaError_t err);
