@@ -85,6 +85,11 @@ int sc_arena_device(const void *p);
 /* For an allocated device pointer (interior too): its allocation's base and size. */
 bool sc_arena_lookup(const void *p, void **base, size_t *size);
 sc_mem_kind sc_classify(const void *p);
+/* Whether a copy may touch [p, p + n): device memory within one allocation, pinned memory within
+ * its range (or ranges that touch it), pageable memory mapped to the end, and never past the end
+ * of the address space. CUDA refuses the others with cudaErrorInvalidValue before queueing
+ * anything. */
+bool sc_range_ok(const void *p, size_t n);
 
 /* Device-side accesses: every byte of host memory goes through the pinned ranges' aliases,
  * split piecewise at range boundaries. Never faults on CPU protections of pinned pages. */
