@@ -130,3 +130,42 @@ Test(plumbing, unsimulated_calls_are_not_supported) {
   cr_assert_eq(cudaGetLastError(), cudaErrorNotSupported);
   CK(cudaGetLastError());
 }
+
+/* The runtime answers driver entry points from the driver, as CUDA's does: found, too new for
+ * the version asked, or unknown. */
+Test(plumbing, driver_entry_points_come_from_the_driver) {
+  void *fn = NULL;
+  enum cudaDriverEntryPointQueryResult st = cudaDriverEntryPointSymbolNotFound;
+  CK(cudaGetDriverEntryPointByVersion("cuDriverGetVersion", &fn, 12000, cudaEnableDefault, &st));
+  cr_assert_eq(st, cudaDriverEntryPointSuccess);
+  cr_assert_not_null(fn);
+  int v = 0;
+  cr_assert_eq(((int (*)(int *))fn)(&v), 0);
+  cr_assert_geq(v, 13000);
+  fn = NULL;
+  CK(cudaGetDriverEntryPointByVersion("cuMemcpyHtoDAsync", &fn, 13000,
+                                      cudaEnablePerThreadDefaultStream, &st));
+  cr_assert_eq(st, cudaDriverEntryPointSuccess);
+  cr_assert_not_null(fn);
+  void *legacy = NULL;
+  CK(cudaGetDriverEntryPointByVersion("cuMemcpyHtoDAsync", &legacy, 13000, cudaEnableDefault,
+                                      &st));
+  cr_assert_not_null(legacy);
+  cr_assert_neq(fn, legacy, "the per-thread flavour is another function");
+  fn = (void *)0x1;
+  CK(cudaGetDriverEntryPointByVersion("cuMemcpyBatchAsync", &fn, 12000, cudaEnableDefault, &st));
+  cr_assert_eq(st, cudaDriverEntryPointVersionNotSufficent);
+  cr_assert_null(fn);
+  CK(cudaGetDriverEntryPointByVersion("cuNoSuchFunction", &fn, 13000, cudaEnableDefault, &st));
+  cr_assert_eq(st, cudaDriverEntryPointSymbolNotFound);
+  CK_ERR(cudaGetDriverEntryPointByVersion("cuDriverGetVersion", &fn, 13000, 7, &st),
+         cudaErrorInvalidValue);
+  fn = NULL;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  CK(cudaGetDriverEntryPoint("cuStreamSynchronize", &fn, cudaEnableDefault, &st));
+#pragma GCC diagnostic pop
+  cr_assert_eq(st, cudaDriverEntryPointSuccess);
+  cr_assert_not_null(fn);
+  (void)cudaGetLastError();
+}
