@@ -16,6 +16,12 @@
 
 sr_driver sr_drv;
 
+/* CUDA's runtime names its shared-memory objects "/cudart.shm.<...>", so the string sits in the
+ * read-only data of every object that links libcudart_static.a; tools (pinguard) recognise a
+ * statically linked runtime by it. simcuda's archive carries it too, in rt_init.o, which every
+ * program that calls the runtime links. */
+__attribute__((used)) static const char sr_shm_name_prefix[] = "/cudart.shm.";
+
 typedef void *(*sr_engine_fn)(const char *name);
 typedef CUresult (*sr_gpa_fn)(const char *, void **, int, cuuint64_t,
                               CUdriverProcAddressQueryResult *);
