@@ -85,6 +85,10 @@ int sc_arena_device(const void *p);
 /* For an allocated device pointer (interior too): its allocation's base and size. */
 bool sc_arena_lookup(const void *p, void **base, size_t *size);
 sc_mem_kind sc_classify(const void *p);
+/* Registers `handle` as a launchable kernel whose launches run `body` (simcuda_register_kernel
+ * registers a function as its own body). sc_kernel.c. */
+cudaError_t sc_register_kernel_as(const void *handle, simcuda_kernel_fn body, const char *name,
+                                  size_t nparams, const size_t *param_sizes);
 /* Whether a copy may touch [p, p + n): device memory within one allocation, pinned memory within
  * its range (or ranges that touch it), pageable memory mapped to the end, and never past the end
  * of the address space. CUDA refuses the others with cudaErrorInvalidValue before queueing

@@ -137,17 +137,6 @@ SC_API cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t gra
   (void)numDependencies, (void)nodeParams;
   SC_UNSUPPORTED(cudaGraphAddNode);
 }
-SC_API cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes) {
-  (void)graph, (void)nodes, (void)numNodes;
-  SC_UNSUPPORTED(cudaGraphGetNodes);
-}
-SC_API cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node,
-                                                cudaGraphNode_t *pDependencies,
-                                                cudaGraphEdgeData *edgeData,
-                                                size_t *pNumDependencies) {
-  (void)node, (void)pDependencies, (void)edgeData, (void)pNumDependencies;
-  SC_UNSUPPORTED(cudaGraphNodeGetDependencies);
-}
 SC_API cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *pHandle_out,
                                                     cudaGraph_t graph,
                                                     unsigned int defaultLaunchValue,
