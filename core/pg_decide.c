@@ -346,6 +346,9 @@ static inline __attribute__((always_inline)) void check_span(const pg_op_t *op, 
 }
 
 static void settle_span(const pg_op_t *op, size_t i, const pg_lookup_t *lk) {
+  /* A captured op does not run now, but at each launch of its graph, where it is checked
+   * against what is in flight then (pg_decide_graph_launch_check). */
+  if (stream_capturing(op->stream)) return;
   const pg_span_t *s = &op->spans[i];
   pg_access_t found[MAX_FOUND];
   probe_t q = {.kind = PROBE_CONFLICTS, .p = s->p, .n = s->n, .dir = s->dir,
@@ -432,17 +435,35 @@ void pg_decide_untracked_op(cudaStream_t s) { pg_hb_enqueue(s); }
 
 /* ---- capture and graphs -------------------------------------------------------------------- */
 void pg_decide_capture_begun(cudaStream_t s) {
-  (void)s;
+  pg_capture_begin(s);
   atomic_fetch_add(&active_captures, 1);
 }
 
 void pg_decide_capture_ended(cudaStream_t s, cudaGraph_t graph) {
-  pg_capture_end(s, graph);
-  if (atomic_load(&active_captures) > 0) atomic_fetch_sub(&active_captures, 1);
+  /* An end call on a stream that was not capturing fails and ends no capture: the count stays
+   * (else enforce would wait during a live capture, which can invalidate it). */
+  if (pg_capture_end(s, graph) && atomic_load(&active_captures) > 0)
+    atomic_fetch_sub(&active_captures, 1);
 }
 
 void pg_decide_graph_instantiated(cudaGraphExec_t exec, cudaGraph_t graph) {
   pg_capture_instantiate(exec, graph);
+}
+
+void pg_decide_graph_launch_check(cudaGraphExec_t exec, cudaStream_t s, const char *api,
+                                  const pg_stack_t *st) {
+  pg_op_t *ops;
+  size_t n = pg_capture_launch_ops(exec, &ops);
+  pg_access_t found[MAX_FOUND];
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < ops[i].nspans; k++) {
+      const pg_span_t *sp = &ops[i].spans[k];
+      /* Checked on the launch stream, against what is in flight now (the capture's lookup was
+       * for the capture's stream, and stale). The graph's own ops share the launch stream. */
+      probe_t q = {.kind = PROBE_CONFLICTS, .p = sp->p, .n = sp->n, .dir = sp->dir, .stream = s};
+      settle(PG_KIND_DEVICE_ACCESS_CONFLICT, &q, api, st, found, MAX_FOUND, false, 0);
+    }
+  free(ops);
 }
 
 void pg_decide_graph_launched(cudaGraphExec_t exec, cudaStream_t s, const pg_stack_t *st) {

@@ -97,6 +97,11 @@ void pg_decide_untracked_op(cudaStream_t s);
 void pg_decide_capture_begun(cudaStream_t s);
 void pg_decide_capture_ended(cudaStream_t s, cudaGraph_t graph);  /* graph NULL: capture failed */
 void pg_decide_graph_instantiated(cudaGraphExec_t exec, cudaGraph_t graph);
+/* Before a launch of exec on s (`api`, the launch call): each captured access is checked
+ * against the accesses in flight now, as an op enqueued on s would be (enforce waits for the
+ * conflicting ones; during a capture it reports). A captured op is not checked when captured. */
+void pg_decide_graph_launch_check(cudaGraphExec_t exec, cudaStream_t s, const char *api,
+                                  const pg_stack_t *st);
 void pg_decide_graph_launched(cudaGraphExec_t exec, cudaStream_t s, const pg_stack_t *st);
 void pg_decide_graph_exec_destroyed(cudaGraphExec_t exec);
 
