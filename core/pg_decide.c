@@ -185,14 +185,15 @@ static int settle(pg_report_kind_t kind, const probe_t *q, const char *access_wh
     size_t kept = have < PG_REPORT_MAX_GPU ? have : PG_REPORT_MAX_GPU;
     memcpy(first, found, kept * sizeof *first);
     uint64_t t0 = pg_clock_ns();
-    for (size_t left = total, n = have; left > 0;) {
-      for (size_t i = 0; i < n; i++) pg_access_wait(&found[i]);
+    bool failed = false; /* a wait that fails leaves its access in flight: ask no more */
+    for (size_t left = total, n = have; left > 0 && !failed;) {
+      for (size_t i = 0; i < n; i++) failed |= !pg_access_wait(&found[i]);
       if (left <= n) break;
       left = run_probe(q, found, cap);
       n = left < cap ? left : cap;
     }
     waited = pg_clock_ns() - t0;
-    action = PG_ACTION_WAITED;
+    action = failed ? PG_ACTION_WAIT_FAILED : PG_ACTION_WAITED;
     pg_policy_note_wait(waited);
     memcpy(found, first, kept * sizeof *first);
     have = kept;

@@ -63,6 +63,8 @@ typedef enum pg_action {
   PG_ACTION_NOT_WAITED_CAPTURE, /* enforce, but the stream was capturing: no wait possible */
   PG_ACTION_NOT_WAITED_HOSTFN,  /* enforce, but the access ran in a host function: CUDA forbids
                                  * waiting there (and the wait could deadlock its stream) */
+  PG_ACTION_WAIT_FAILED,     /* enforce waited, but a wait itself failed (the event synchronize
+                              * returned an error): the violation was not prevented */
 } pg_action_t;
 
 /* Most in-flight accesses printed per report; the rest are counted ("and N more"). */

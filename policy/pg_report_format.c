@@ -195,6 +195,14 @@ static void put_action_text(pg_buf_t *b, const pg_report_t *r) {
       pg_buf_puts(b, verb);
       pg_buf_puts(b, " went ahead\n");
       break;
+    case PG_ACTION_WAIT_FAILED:
+      pg_buf_puts(b, "  enforce: the wait failed (the event synchronize returned an error) "
+                     "after ");
+      pg_buf_duration(b, r->waited_ns);
+      pg_buf_puts(b, "; the access may still be running and the ");
+      pg_buf_puts(b, verb);
+      pg_buf_puts(b, " went ahead unprevented\n");
+      break;
   }
 }
 
@@ -419,6 +427,7 @@ static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
   pg_buf_json_str(b, r->action == PG_ACTION_WAITED               ? "waited"
                      : r->action == PG_ACTION_NOT_WAITED_CAPTURE ? "not-waited-capturing"
                      : r->action == PG_ACTION_NOT_WAITED_HOSTFN  ? "not-waited-host-function"
+                     : r->action == PG_ACTION_WAIT_FAILED        ? "wait-failed"
                                                                  : "none");
   json_next_key(b, "waited_ms");
   pg_buf_ms_number(b, r->waited_ns);
