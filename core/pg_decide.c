@@ -118,6 +118,7 @@ static void report(pg_report_kind_t kind, const void *p, size_t n, const char *a
     r.region.base = reg.base;
     r.region.size = reg.size;
     r.region.how = reg.how;
+    r.region.by_driver = (reg.flags & PG_REGION_FLAG_DRIVER) != 0;
     if (pg_region_stack(reg.id, &alloc_stack)) r.region.stack = &alloc_stack;
   }
   r.access_what = access_what;
@@ -285,13 +286,18 @@ void pg_decide_pinned(void *p, size_t n, pg_pin_how_t how, unsigned flags, const
 }
 
 void pg_decide_unpin_begin(void *p, bool is_free, const pg_stack_t *st, pg_unpin_t *saved) {
+  pg_decide_unpin_begin_as(p, is_free, is_free ? "cudaFreeHost" : "cudaHostUnregister", st, saved);
+}
+
+void pg_decide_unpin_begin_as(void *p, bool is_free, const char *api, const pg_stack_t *st,
+                              pg_unpin_t *saved) {
   saved->had_region = false;
   pg_region_t reg;
   if (!pg_region_find(p, &reg) || reg.base != (uintptr_t)p) return;
   pg_access_t found[MAX_FOUND];
   probe_t q = {.kind = PROBE_ANY, .p = p, .n = reg.size};
   settle(is_free ? PG_KIND_FREE_DURING_DEVICE_ACCESS : PG_KIND_UNREGISTER_DURING_DEVICE_ACCESS, &q,
-         is_free ? "cudaFreeHost" : "cudaHostUnregister", st, found, MAX_FOUND, false, 0);
+         api, st, found, MAX_FOUND, false, 0);
   /* The region goes first (its accesses still in flight, which audit lets through, are dropped
    * from the index and will retire without touching guard counts), then its pages are opened:
    * a freed range may be mapped again by anyone, an unregistered one is the program's again. */

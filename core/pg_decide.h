@@ -76,6 +76,9 @@ typedef struct pg_unpin {
   pg_stack_t stack;
 } pg_unpin_t;
 void pg_decide_unpin_begin(void *p, bool is_free, const pg_stack_t *st, pg_unpin_t *saved);
+/* The same, naming the call the program made (`api`: "cuMemFreeHost", ...). */
+void pg_decide_unpin_begin_as(void *p, bool is_free, const char *api, const pg_stack_t *st,
+                              pg_unpin_t *saved);
 void pg_decide_unpin_end(const pg_unpin_t *saved, bool succeeded);
 
 /* ---- asynchronous operations --------------------------------------------------------------- */

@@ -254,7 +254,7 @@ void pg_report_format_text(pg_buf_t *b, const pg_report_view_t *v) {
     pg_buf_puts(b, " (");
     pg_buf_size(b, r->region.size);
     pg_buf_puts(b, ") pinned by ");
-    pg_buf_puts(b, pg_pin_how_name(r->region.how));
+    pg_buf_puts(b, pg_pin_how_call(r->region.how, r->region.by_driver));
     if (r->region.stack) {
       pg_buf_puts(b, " (");
       put_thread(b, r->region.stack->tid);
@@ -367,7 +367,7 @@ static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
     json_next_key(b, "offset");
     pg_buf_u64(b, r->addr - r->region.base);
     json_next_key(b, "pinned_by");
-    pg_buf_json_str(b, pg_pin_how_name(r->region.how));
+    pg_buf_json_str(b, pg_pin_how_call(r->region.how, r->region.by_driver));
     json_next_key(b, "thread");
     pg_buf_u64(b, r->region.stack ? r->region.stack->tid : 0);
     json_next_key(b, "stack");

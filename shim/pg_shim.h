@@ -47,7 +47,8 @@ static inline cudaStream_t pg_stream_of(cudaStream_t s, bool ptsz) {
 
 /* Unpinning (cudaFreeHost, cuMemFreeHost, and the unregisters): the in-flight check around
  * forward(p), which returns the API's status (0: success). Returns that status. */
-int pg_shim_unpin(void *p, bool is_free, const pg_stack_t *st, int (*forward)(void *p));
+int pg_shim_unpin(void *p, bool is_free, const char *api, const pg_stack_t *st,
+                  int (*forward)(void *p));
 
 /* Before a host registration (either API layer): what its mapping says (PG_REGION_FLAG_*). */
 unsigned pg_shim_register_kind(void *p, size_t n);
