@@ -292,12 +292,19 @@ void pg_decide_unpin_begin(void *p, bool is_free, const pg_stack_t *st, pg_unpin
 void pg_decide_unpin_begin_as(void *p, bool is_free, const char *api, const pg_stack_t *st,
                               pg_unpin_t *saved) {
   saved->had_region = false;
+  saved->kept = false;
   pg_region_t reg;
   if (!pg_region_find(p, &reg) || reg.base != (uintptr_t)p) return;
   pg_access_t found[MAX_FOUND];
   probe_t q = {.kind = PROBE_ANY, .p = p, .n = reg.size};
   settle(is_free ? PG_KIND_FREE_DURING_DEVICE_ACCESS : PG_KIND_UNREGISTER_DURING_DEVICE_ACCESS, &q,
          api, st, found, MAX_FOUND, false, 0);
+  bool allocated = reg.how == PG_PIN_HOST_ALLOC || reg.how == PG_PIN_MALLOC_HOST;
+  if ((is_free && reg.how == PG_PIN_REGISTER) || (!is_free && allocated)) {
+    saved->kept = true; /* the call will fail: nothing of the region is let go */
+    saved->region = reg;
+    return;
+  }
   /* The region goes first (its accesses still in flight, which audit lets through, are dropped
    * from the index and will retire without touching guard counts), then its pages are opened:
    * a freed range may be mapped again by anyone, an unregistered one is the program's again. */
@@ -307,6 +314,14 @@ void pg_decide_unpin_begin_as(void *p, bool is_free, const char *api, const pg_s
 }
 
 void pg_decide_unpin_end(const pg_unpin_t *saved, bool succeeded) {
+  if (saved->kept) {
+    if (succeeded) { /* against expectation: let it go now */
+      const pg_region_t *r = &saved->region;
+      pg_region_remove((const void *)r->base, NULL);
+      pg_guard_forget(r->base, r->base + r->size, false);
+    }
+    return;
+  }
   if (succeeded || !saved->had_region) return;
   /* The runtime kept the memory: so does pinguard (with a new id; accesses it dropped are not
    * tracked again, which can only hide a report). */

@@ -71,7 +71,11 @@ void pg_decide_pinned(void *p, size_t n, pg_pin_how_t how, unsigned flags, const
  * memory go, another thread may be handed the same address and pin it, and no late step may then
  * touch the new region. The second puts the region back if the real call failed. */
 typedef struct pg_unpin {
-  bool had_region;
+  bool had_region; /* removed before the call: put back should it fail */
+  /* The call cannot succeed on this region (cudaFreeHost of registered memory, an unregister of
+   * allocated memory: the runtime refuses both): the region was kept, with its in-flight
+   * accesses and guard pages, and goes only should the call succeed all the same. */
+  bool kept;
   pg_region_t region;
   pg_stack_t stack;
 } pg_unpin_t;

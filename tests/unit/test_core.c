@@ -357,6 +357,22 @@ Test(core, enforce_waits_before_unpinning) {
   cr_assert_eq(tp_count(log_text(), "ERROR: free-during-device-access"), 1, "%s", out);
 }
 
+/* An unpinning call the runtime refuses (unregistering memory cudaHostAlloc gave, freeing
+ * registered memory) fails: the region keeps its in-flight accesses, so the owner's own
+ * unordered use right after is still reported. */
+Test(core, a_refused_unpin_keeps_the_accesses_in_flight) {
+  start("audit", NULL);
+  copy(0, 0, 4096, true);
+  pg_stack_t st;
+  pg_stack_capture(&st, 0, PG_STACK_MAX);
+  pg_unpin_t saved;
+  pg_decide_unpin_begin(buf, false, &st, &saved); /* cudaHostUnregister of allocated memory */
+  pg_decide_unpin_end(&saved, false);
+  cr_assert_eq(tp_count(log_text(), "ERROR: unregister-during-device-access"), 1, "%s", out);
+  copy(1, 0, 4096, false); /* races stream 0's write, still in flight */
+  cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
+}
+
 Test(core, audit_reports_a_release_annotation_on_an_in_flight_buffer) {
   start("audit", NULL);
   copy(0, 0, 4096, false);
