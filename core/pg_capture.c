@@ -53,15 +53,23 @@ static void drop(op_set_t **table, op_set_t *s) {
   free(s);
 }
 
+void pg_capture_begin(const void *stream) {
+  pthread_mutex_lock(&lock);
+  op_set_t *s = find_or_add(&capturing, stream);
+  if (s) s->n = 0; /* a set left behind by a capture whose end pinguard did not see */
+  pthread_mutex_unlock(&lock);
+}
+
 void pg_capture_add(const void *stream, const pg_op_t *op) {
   pthread_mutex_lock(&lock);
   append(find_or_add(&capturing, stream), op);
   pthread_mutex_unlock(&lock);
 }
 
-void pg_capture_end(const void *stream, const void *graph) {
+bool pg_capture_end(const void *stream, const void *graph) {
   pthread_mutex_lock(&lock);
   op_set_t *s = find(capturing, stream);
+  bool was = s != NULL;
   if (s) {
     HASH_DEL(capturing, s);
     if (graph) {
@@ -74,6 +82,7 @@ void pg_capture_end(const void *stream, const void *graph) {
     }
   }
   pthread_mutex_unlock(&lock);
+  return was;
 }
 
 void pg_capture_instantiate(const void *exec, const void *graph) {

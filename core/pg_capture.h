@@ -5,14 +5,19 @@
 #ifndef PG_CAPTURE_H
 #define PG_CAPTURE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "pg_decide.h"
 
+/* A capture began on stream s (its begin call succeeded). */
+void pg_capture_begin(const void *stream);
 /* Records op into the capture on stream s. */
 void pg_capture_add(const void *stream, const pg_op_t *op);
-/* The capture on s ended: its ops become graph's (graph NULL: the capture failed, they go). */
-void pg_capture_end(const void *stream, const void *graph);
+/* The end call of a capture on s returned: its ops become graph's (graph NULL: the capture
+ * failed, they go). True when s had a capture begun (so one capture ended); false for a stream
+ * that was not capturing, whose end call failed and ended nothing. */
+bool pg_capture_end(const void *stream, const void *graph);
 /* exec was instantiated from graph: it runs graph's ops. */
 void pg_capture_instantiate(const void *exec, const void *graph);
 /* A copy of exec's ops for one launch, in *ops (free() it); their count. */

@@ -120,6 +120,7 @@ static void report(pg_report_kind_t kind, const void *p, size_t n, const char *a
     r.region.base = reg.base;
     r.region.size = reg.size;
     r.region.how = reg.how;
+    r.region.by_driver = (reg.flags & PG_REGION_FLAG_DRIVER) != 0;
     if (pg_region_stack(reg.id, &alloc_stack)) r.region.stack = &alloc_stack;
   }
   r.access_what = access_what;
@@ -165,17 +166,18 @@ static bool any_running(const pg_access_t *found, size_t have) {
 
 /* Enforce's wait: for every access of found[0, have) still running, then, while more were found
  * than found[] holds, for those still running among the rest (asked again; each round's accesses
- * have completed, so the rounds end). Returns the time it took. */
+ * have completed, so the rounds end). A wait that fails leaves its access running: nothing more
+ * is asked, and *failed says so. Returns the time it took. */
 static uint64_t wait_running(const probe_t *q, pg_access_t *found, size_t have, size_t total,
-                             size_t cap) {
+                             size_t cap, bool *failed) {
   uint64_t t0 = pg_clock_ns();
-  for (size_t i = 0; i < have; i++)
-    if (!found[i].completed) pg_access_wait(&found[i]);
-  for (size_t left = total; left > have;) {
+  for (size_t i = 0; i < have && !*failed; i++)
+    if (!found[i].completed) *failed |= !pg_access_wait(&found[i]);
+  for (size_t left = total; left > have && !*failed;) {
     left = pg_access_find_running((pg_query_kind_t)q->kind, q->p, q->n, q->dir, q->stream, found,
                                   cap);
     have = left < cap ? left : cap;
-    for (size_t i = 0; i < have; i++) pg_access_wait(&found[i]);
+    for (size_t i = 0; i < have && !*failed; i++) *failed |= !pg_access_wait(&found[i]);
   }
   return pg_clock_ns() - t0;
 }
@@ -217,8 +219,9 @@ static int settle(pg_report_kind_t kind, const probe_t *q, const char *access_wh
       pg_access_t first[PG_REPORT_MAX_GPU];
       size_t kept = have < PG_REPORT_MAX_GPU ? have : PG_REPORT_MAX_GPU;
       memcpy(first, found, kept * sizeof *first);
-      waited = wait_running(q, found, have, total, cap);
-      action = PG_ACTION_WAITED;
+      bool failed = false;
+      waited = wait_running(q, found, have, total, cap, &failed);
+      action = failed ? PG_ACTION_WAIT_FAILED : PG_ACTION_WAITED;
       pg_policy_note_wait(waited);
       memcpy(found, first, kept * sizeof *first);
       have = kept;
@@ -317,13 +320,25 @@ void pg_decide_pinned(void *p, size_t n, pg_pin_how_t how, unsigned flags, const
 }
 
 void pg_decide_unpin_begin(void *p, bool is_free, const pg_stack_t *st, pg_unpin_t *saved) {
+  pg_decide_unpin_begin_as(p, is_free, is_free ? "cudaFreeHost" : "cudaHostUnregister", st, saved);
+}
+
+void pg_decide_unpin_begin_as(void *p, bool is_free, const char *api, const pg_stack_t *st,
+                              pg_unpin_t *saved) {
   saved->had_region = false;
+  saved->kept = false;
   pg_region_t reg;
   if (!pg_region_find(p, &reg) || reg.base != (uintptr_t)p) return;
   pg_access_t found[MAX_FOUND];
   probe_t q = {.kind = PROBE_ANY, .p = p, .n = reg.size};
   settle(is_free ? PG_KIND_FREE_DURING_DEVICE_ACCESS : PG_KIND_UNREGISTER_DURING_DEVICE_ACCESS, &q,
-         is_free ? "cudaFreeHost" : "cudaHostUnregister", st, found, MAX_FOUND, false, 0);
+         api, st, found, MAX_FOUND, false, 0);
+  bool allocated = reg.how == PG_PIN_HOST_ALLOC || reg.how == PG_PIN_MALLOC_HOST;
+  if ((is_free && reg.how == PG_PIN_REGISTER) || (!is_free && allocated)) {
+    saved->kept = true; /* the call will fail: nothing of the region is let go */
+    saved->region = reg;
+    return;
+  }
   /* The region goes first (its accesses still in flight, which audit lets through, are dropped
    * from the index and will retire without touching guard counts), then its pages are opened:
    * a freed range may be mapped again by anyone, an unregistered one is the program's again. */
@@ -333,6 +348,14 @@ void pg_decide_unpin_begin(void *p, bool is_free, const pg_stack_t *st, pg_unpin
 }
 
 void pg_decide_unpin_end(const pg_unpin_t *saved, bool succeeded) {
+  if (saved->kept) {
+    if (succeeded) { /* against expectation: let it go now */
+      const pg_region_t *r = &saved->region;
+      pg_region_remove((const void *)r->base, NULL);
+      pg_guard_forget(r->base, r->base + r->size, false);
+    }
+    return;
+  }
   if (succeeded || !saved->had_region) return;
   /* The runtime kept the memory: so does pinguard (with a new id; accesses it dropped are not
    * tracked again, which can only hide a report). */
@@ -379,6 +402,9 @@ static inline __attribute__((always_inline)) void check_span(const pg_op_t *op, 
 }
 
 static void settle_span(const pg_op_t *op, size_t i, const pg_lookup_t *lk) {
+  /* A captured op does not run now, but at each launch of its graph, where it is checked
+   * against what is in flight then (pg_decide_graph_launch_check). */
+  if (stream_capturing(op->stream)) return;
   const pg_span_t *s = &op->spans[i];
   pg_access_t found[MAX_FOUND];
   probe_t q = {.kind = PROBE_CONFLICTS, .p = s->p, .n = s->n, .dir = s->dir,
@@ -465,17 +491,35 @@ void pg_decide_untracked_op(cudaStream_t s) { pg_hb_enqueue(s); }
 
 /* ---- capture and graphs -------------------------------------------------------------------- */
 void pg_decide_capture_begun(cudaStream_t s) {
-  (void)s;
+  pg_capture_begin(s);
   atomic_fetch_add(&active_captures, 1);
 }
 
 void pg_decide_capture_ended(cudaStream_t s, cudaGraph_t graph) {
-  pg_capture_end(s, graph);
-  if (atomic_load(&active_captures) > 0) atomic_fetch_sub(&active_captures, 1);
+  /* An end call on a stream that was not capturing fails and ends no capture: the count stays
+   * (else enforce would wait during a live capture, which can invalidate it). */
+  if (pg_capture_end(s, graph) && atomic_load(&active_captures) > 0)
+    atomic_fetch_sub(&active_captures, 1);
 }
 
 void pg_decide_graph_instantiated(cudaGraphExec_t exec, cudaGraph_t graph) {
   pg_capture_instantiate(exec, graph);
+}
+
+void pg_decide_graph_launch_check(cudaGraphExec_t exec, cudaStream_t s, const char *api,
+                                  const pg_stack_t *st) {
+  pg_op_t *ops;
+  size_t n = pg_capture_launch_ops(exec, &ops);
+  pg_access_t found[MAX_FOUND];
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < ops[i].nspans; k++) {
+      const pg_span_t *sp = &ops[i].spans[k];
+      /* Checked on the launch stream, against what is in flight now (the capture's lookup was
+       * for the capture's stream, and stale). The graph's own ops share the launch stream. */
+      probe_t q = {.kind = PROBE_CONFLICTS, .p = sp->p, .n = sp->n, .dir = sp->dir, .stream = s};
+      settle(PG_KIND_DEVICE_ACCESS_CONFLICT, &q, api, st, found, MAX_FOUND, false, 0);
+    }
+  free(ops);
 }
 
 void pg_decide_graph_launched(cudaGraphExec_t exec, cudaStream_t s, const pg_stack_t *st) {

@@ -71,11 +71,18 @@ void pg_decide_pinned(void *p, size_t n, pg_pin_how_t how, unsigned flags, const
  * memory go, another thread may be handed the same address and pin it, and no late step may then
  * touch the new region. The second puts the region back if the real call failed. */
 typedef struct pg_unpin {
-  bool had_region;
+  bool had_region; /* removed before the call: put back should it fail */
+  /* The call cannot succeed on this region (cudaFreeHost of registered memory, an unregister of
+   * allocated memory: the runtime refuses both): the region was kept, with its in-flight
+   * accesses and guard pages, and goes only should the call succeed all the same. */
+  bool kept;
   pg_region_t region;
   pg_stack_t stack;
 } pg_unpin_t;
 void pg_decide_unpin_begin(void *p, bool is_free, const pg_stack_t *st, pg_unpin_t *saved);
+/* The same, naming the call the program made (`api`: "cuMemFreeHost", ...). */
+void pg_decide_unpin_begin_as(void *p, bool is_free, const char *api, const pg_stack_t *st,
+                              pg_unpin_t *saved);
 void pg_decide_unpin_end(const pg_unpin_t *saved, bool succeeded);
 
 /* ---- asynchronous operations --------------------------------------------------------------- */
@@ -97,6 +104,11 @@ void pg_decide_untracked_op(cudaStream_t s);
 void pg_decide_capture_begun(cudaStream_t s);
 void pg_decide_capture_ended(cudaStream_t s, cudaGraph_t graph);  /* graph NULL: capture failed */
 void pg_decide_graph_instantiated(cudaGraphExec_t exec, cudaGraph_t graph);
+/* Before a launch of exec on s (`api`, the launch call): each captured access is checked
+ * against the accesses in flight now, as an op enqueued on s would be (enforce waits for the
+ * conflicting ones; during a capture it reports). A captured op is not checked when captured. */
+void pg_decide_graph_launch_check(cudaGraphExec_t exec, cudaStream_t s, const char *api,
+                                  const pg_stack_t *st);
 void pg_decide_graph_launched(cudaGraphExec_t exec, cudaStream_t s, const pg_stack_t *st);
 void pg_decide_graph_exec_destroyed(cudaGraphExec_t exec);
 

@@ -90,6 +90,9 @@ pg_guard_kind_t pg_guard_kind_of(pg_pin_how_t how, unsigned region_flags);
  * pages hold besides the region belong to no other object (the header and tail of a large
  * malloc block, which glibc maps on its own), so those pages may be guarded too. */
 #define PG_REGION_FLAG_OWNS_EDGES 0x40000000u
+/* Pinned through the driver API (cuMemHostAlloc, cuMemAllocHost, cuMemHostRegister): reports
+ * name those calls. */
+#define PG_REGION_FLAG_DRIVER 0x20000000u
 
 /* Fork child: the child inherits the protections but no GPU work; make every page accessible. */
 void pg_guard_atfork_prepare(void);

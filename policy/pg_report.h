@@ -43,6 +43,9 @@ const char *pg_report_kind_verb(pg_report_kind_t k);
 const char *pg_dir_name(pg_dir_t d);
 /* "cudaHostAlloc", "cudaMallocHost", "cudaHostRegister", "discovered (pinned before pinguard)". */
 const char *pg_pin_how_name(pg_pin_how_t h);
+/* The call the program made: pg_pin_how_name's, or the driver's ("cuMemHostAlloc",
+ * "cuMemAllocHost", "cuMemHostRegister") for a region pinned through the driver API. */
+const char *pg_pin_how_call(pg_pin_how_t h, bool by_driver);
 
 /* One in-flight GPU access that the violating access conflicts with. */
 typedef struct pg_gpu_access {
@@ -68,6 +71,8 @@ typedef enum pg_action {
                                  * waiting there (and the wait could deadlock its stream) */
   PG_ACTION_COMPLETED,       /* enforce: every conflicting access had completed (nothing ordered
                               * it): no wait was needed, so the violation was prevented */
+  PG_ACTION_WAIT_FAILED,     /* enforce waited, but a wait itself failed (the event synchronize
+                              * returned an error): the violation was not prevented */
 } pg_action_t;
 
 /* Most in-flight accesses printed per report; the rest are counted ("and N more"). */
@@ -85,6 +90,7 @@ typedef struct pg_report {
     uintptr_t base;
     size_t size;
     pg_pin_how_t how;
+    bool by_driver;          /* pinned through the driver API: name its call */
     const pg_stack_t *stack; /* allocation/registration stack; may be NULL */
   } region;
   /* The violating access: who did it and where. */

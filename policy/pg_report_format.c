@@ -210,6 +210,14 @@ static void put_action_text(pg_buf_t *b, const pg_report_t *r) {
       pg_buf_puts(b, verb);
       pg_buf_puts(b, " went ahead\n");
       break;
+    case PG_ACTION_WAIT_FAILED:
+      pg_buf_puts(b, "  enforce: the wait failed (the event synchronize returned an error) "
+                     "after ");
+      pg_buf_duration(b, r->waited_ns);
+      pg_buf_puts(b, "; the access may still be running and the ");
+      pg_buf_puts(b, verb);
+      pg_buf_puts(b, " went ahead unprevented\n");
+      break;
   }
 }
 
@@ -261,7 +269,7 @@ void pg_report_format_text(pg_buf_t *b, const pg_report_view_t *v) {
     pg_buf_puts(b, " (");
     pg_buf_size(b, r->region.size);
     pg_buf_puts(b, ") pinned by ");
-    pg_buf_puts(b, pg_pin_how_name(r->region.how));
+    pg_buf_puts(b, pg_pin_how_call(r->region.how, r->region.by_driver));
     if (r->region.stack) {
       pg_buf_puts(b, " (");
       put_thread(b, r->region.stack->tid);
@@ -374,7 +382,7 @@ static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
     json_next_key(b, "offset");
     pg_buf_u64(b, r->addr - r->region.base);
     json_next_key(b, "pinned_by");
-    pg_buf_json_str(b, pg_pin_how_name(r->region.how));
+    pg_buf_json_str(b, pg_pin_how_call(r->region.how, r->region.by_driver));
     json_next_key(b, "thread");
     pg_buf_u64(b, r->region.stack ? r->region.stack->tid : 0);
     json_next_key(b, "stack");
@@ -439,6 +447,7 @@ static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
                      : r->action == PG_ACTION_NOT_WAITED_CAPTURE ? "not-waited-capturing"
                      : r->action == PG_ACTION_NOT_WAITED_HOSTFN  ? "not-waited-host-function"
                      : r->action == PG_ACTION_COMPLETED          ? "completed"
+                     : r->action == PG_ACTION_WAIT_FAILED        ? "wait-failed"
                                                                  : "none");
   json_next_key(b, "waited_ms");
   pg_buf_ms_number(b, r->waited_ns);

@@ -38,6 +38,16 @@ const char *pg_dir_name(pg_dir_t d) {
   return "device access";
 }
 
+const char *pg_pin_how_call(pg_pin_how_t h, bool by_driver) {
+  if (by_driver) switch (h) {
+      case PG_PIN_HOST_ALLOC: return "cuMemHostAlloc";
+      case PG_PIN_MALLOC_HOST: return "cuMemAllocHost";
+      case PG_PIN_REGISTER: return "cuMemHostRegister";
+      case PG_PIN_DISCOVERED: break;
+    }
+  return pg_pin_how_name(h);
+}
+
 const char *pg_pin_how_name(pg_pin_how_t h) {
   switch (h) {
     case PG_PIN_HOST_ALLOC: return "cudaHostAlloc";

@@ -10,6 +10,7 @@
 #include <cuda.h>
 #undef cuGetProcAddress
 
+#include "pg_guard.h"
 #include "pg_op.h"
 
 /* The per-thread-default-stream twins, which the header declares only in that build mode. */
@@ -41,20 +42,20 @@ _Static_assert(CU_MEMHOSTREGISTER_PORTABLE == cudaHostRegisterPortable &&
 /* ---- pinning --------------------------------------------------------------------------------- */
 PG_INTERCEPT(CUresult, cuMemHostAlloc, void **pp, size_t n, unsigned int flags) {
   CUresult r = PG_FORWARD_CU(cuMemHostAlloc, pp, n, flags);
-  if (r == CUDA_SUCCESS && pp && *pp) PG_NOTE_PINNED(*pp, n, PG_PIN_HOST_ALLOC, flags);
+  if (r == CUDA_SUCCESS && pp && *pp) PG_NOTE_PINNED(*pp, n, PG_PIN_HOST_ALLOC, flags | PG_REGION_FLAG_DRIVER);
   return r;
 }
 
 PG_INTERCEPT(CUresult, cuMemAllocHost_v2, void **pp, size_t n) {
   CUresult r = PG_FORWARD_CU(cuMemAllocHost_v2, pp, n);
-  if (r == CUDA_SUCCESS && pp && *pp) PG_NOTE_PINNED(*pp, n, PG_PIN_MALLOC_HOST, 0);
+  if (r == CUDA_SUCCESS && pp && *pp) PG_NOTE_PINNED(*pp, n, PG_PIN_MALLOC_HOST, PG_REGION_FLAG_DRIVER);
   return r;
 }
 
 PG_INTERCEPT(CUresult, cuMemHostRegister_v2, void *p, size_t n, unsigned int flags) {
   unsigned kind = pg_shim_register_kind(p, n);
   CUresult r = PG_FORWARD_CU(cuMemHostRegister_v2, p, n, flags);
-  if (r == CUDA_SUCCESS) PG_NOTE_PINNED(p, n, PG_PIN_REGISTER, flags | kind);
+  if (r == CUDA_SUCCESS) PG_NOTE_PINNED(p, n, PG_PIN_REGISTER, flags | kind | PG_REGION_FLAG_DRIVER);
   return r;
 }
 
@@ -66,7 +67,7 @@ static int unregister(void *p) { return PG_FORWARD_CU(cuMemHostUnregister, p); }
     if (!p || !pg_shim_start_tracking()) return PG_FORWARD_CU(name, p);  \
     pg_stack_t st;                                                       \
     PG_CAPTURE(&st);                                                     \
-    return (CUresult)pg_shim_unpin(p, is_free, &st, forward);            \
+    return (CUresult)pg_shim_unpin(p, is_free, #name, &st, forward);            \
   }
 PG_CU_UNPIN(cuMemFreeHost, true, free_host)
 PG_CU_UNPIN(cuMemHostUnregister, false, unregister)

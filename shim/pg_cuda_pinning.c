@@ -39,10 +39,11 @@ PG_INTERCEPT(cudaError_t, cudaHostRegister, void *p, size_t size, unsigned int f
 
 /* Free and unregister share one shape, in both API layers: check and forget, forward, remember
  * again on failure. */
-int pg_shim_unpin(void *p, bool is_free, const pg_stack_t *st, int (*forward)(void *p)) {
+int pg_shim_unpin(void *p, bool is_free, const char *api, const pg_stack_t *st,
+                  int (*forward)(void *p)) {
   pg_reentry_t g = pg_shim_enter();
   pg_unpin_t saved;
-  pg_decide_unpin_begin(p, is_free, st, &saved);
+  pg_decide_unpin_begin_as(p, is_free, api, st, &saved);
   int err = forward(p);
   pg_decide_unpin_end(&saved, err == 0);
   pg_shim_leave(g);
@@ -56,12 +57,12 @@ PG_INTERCEPT(cudaError_t, cudaFreeHost, void *p) {
   if (!p || !pg_shim_start_tracking()) return PG_FORWARD(cudaFreeHost, p);
   pg_stack_t st;
   PG_CAPTURE(&st);
-  return (cudaError_t)pg_shim_unpin(p, true, &st, free_host);
+  return (cudaError_t)pg_shim_unpin(p, true, "cudaFreeHost", &st, free_host);
 }
 
 PG_INTERCEPT(cudaError_t, cudaHostUnregister, void *p) {
   if (!p || !pg_shim_start_tracking()) return PG_FORWARD(cudaHostUnregister, p);
   pg_stack_t st;
   PG_CAPTURE(&st);
-  return (cudaError_t)pg_shim_unpin(p, false, &st, unregister);
+  return (cudaError_t)pg_shim_unpin(p, false, "cudaHostUnregister", &st, unregister);
 }

@@ -208,6 +208,14 @@ int pg_shim_graph_instantiated(int err, cudaGraphExec_t *exec, cudaGraph_t graph
 PG_INSTANTIATE_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaGraphInstantiate)
 PG_INSTANTIATE_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaGraphInstantiateWithFlags)
 
+/* pg_shim.h */
+void pg_shim_graph_launch_check(cudaGraphExec_t exec, cudaStream_t s, const char *api,
+                                const pg_stack_t *st) {
+  pg_reentry_t g = pg_shim_enter();
+  pg_decide_graph_launch_check(exec, s, api, st);
+  pg_shim_leave(g);
+}
+
 PG_GRAPH_LAUNCH_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaGraphLaunch, false)
 PG_GRAPH_LAUNCH_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaGraphLaunch_ptsz, true)
 

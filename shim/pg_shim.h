@@ -47,7 +47,8 @@ static inline cudaStream_t pg_stream_of(cudaStream_t s, bool ptsz) {
 
 /* Unpinning (cudaFreeHost, cuMemFreeHost, and the unregisters): the in-flight check around
  * forward(p), which returns the API's status (0: success). Returns that status. */
-int pg_shim_unpin(void *p, bool is_free, const pg_stack_t *st, int (*forward)(void *p));
+int pg_shim_unpin(void *p, bool is_free, const char *api, const pg_stack_t *st,
+                  int (*forward)(void *p));
 
 /* Before a host registration (either API layer): what its mapping says (PG_REGION_FLAG_*). */
 unsigned pg_shim_register_kind(void *p, size_t n);
@@ -134,6 +135,10 @@ int pg_shim_enqueue_hostfn(pg_hostfn_enqueue_t *e, cudaStream_t resolved);
  * err. */
 int pg_shim_capture_ended(cudaStream_t resolved, int err, cudaGraph_t *graph);
 
+/* Before a launch of exec on the resolved stream s by `api`: pg_decide_graph_launch_check. */
+void pg_shim_graph_launch_check(cudaGraphExec_t exec, cudaStream_t s, const char *api,
+                                const pg_stack_t *st);
+
 /* After an instantiation returned err: *exec runs graph's captured ops. Returns err. */
 int pg_shim_graph_instantiated(int err, cudaGraphExec_t *exec, cudaGraph_t graph);
 
@@ -158,7 +163,10 @@ int pg_shim_graph_instantiated(int err, cudaGraphExec_t *exec, cudaGraph_t graph
 #define PG_GRAPH_LAUNCH_INTERCEPTOR(ret, forward, name, ptsz)                                 \
   PG_INTERCEPT(ret, name, cudaGraphExec_t exec, cudaStream_t s) {                             \
     pg_stack_t st_ = {0};                                                                     \
-    if (pg_shim_start_tracking()) PG_CAPTURE(&st_);                                           \
+    if (pg_shim_start_tracking()) {                                                           \
+      PG_CAPTURE(&st_);                                                                       \
+      pg_shim_graph_launch_check(exec, pg_stream_of(s, ptsz), #name, &st_);                   \
+    }                                                                                         \
     return PG_AFTER_SUCCESS(forward(name, exec, s),                                           \
                             pg_decide_graph_launched(exec, pg_stream_of(s, ptsz), &st_));     \
   }

@@ -34,9 +34,10 @@
  *                the buffer; bug: while a copy on another stream writes it (a violation enforce
  *                cannot wait for inside a host function); fixed: after that copy is synchronized;
  *   capture      a device->host copy into the buffer is in flight while another stream captures a
- *                copy from it: enforce must not wait during a capture (wait-during-capture), audit
- *                reports the conflict, and the capture still succeeds and its graph replays
- *                (fixed: the first copy is synchronized before the capture).
+ *                copy from it: captured, the copy does not run, so nothing is reported then. The
+ *                bug launches the graph while the first copy is still in flight: the launch is
+ *                checked, audit reports the conflict and enforce waits for the copy (fixed: the
+ *                first copy is synchronized before the launch, and nothing is reported).
  * Prints what it read back, so that enforce runs can be told from corrupted ones. */
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -399,10 +400,10 @@ int main(int argc, char **argv) {
     CUgraphExec x;
     CK(drv.memset(d + BYTES, FRESH, BYTES, s1));
     CK(drv.dtoh(host, d + BYTES, BYTES, s1)); /* writes host */
+    capture_copy(d, s2, &g, &x); /* reads it, captured: not run, so no conflict yet */
     if (!bug) CK(drv.stream_sync(s1));
-    capture_copy(d, s2, &g, &x); /* reads it, captured */
+    CK(drv.graph_launch(x, s2)); /* bug: runs while the write is in flight */
     CK(drv.stream_sync(s1));
-    CK(drv.graph_launch(x, s2));
     CK(drv.stream_sync(s2));
     CK(drv.graph_exec_destroy(x));
     CK(drv.graph_destroy(g));

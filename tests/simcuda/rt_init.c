@@ -16,6 +16,12 @@
 
 sr_driver sr_drv;
 
+/* CUDA's runtime names its shared-memory objects "/cudart.shm.<...>", so the string sits in the
+ * read-only data of every object that links libcudart_static.a; tools (pinguard) recognise a
+ * statically linked runtime by it. simcuda's archive carries it too, in rt_init.o, which every
+ * program that calls the runtime links. */
+__attribute__((used)) static const char sr_shm_name_prefix[] = "/cudart.shm.";
+
 typedef void *(*sr_engine_fn)(const char *name);
 typedef CUresult (*sr_gpa_fn)(const char *, void **, int, cuuint64_t,
                               CUdriverProcAddressQueryResult *);
@@ -128,4 +134,50 @@ int sr_batch_ret(int err) { return (int)sr_ret((cudaError_t)err); }
 void *sr_batch_fn(int three_d, int ptsz) {
   if (three_d) return ptsz ? sr_drv.memcpy3DBatchAsync_ptsz : sr_drv.memcpy3DBatchAsync;
   return ptsz ? sr_drv.memcpyBatchAsync_ptsz : sr_drv.memcpyBatchAsync;
+}
+
+/* ---- driver entry points, answered by the driver -------------------------------------------
+ * As CUDA's runtime does: the driver's cuGetProcAddress is asked, with the version and stream
+ * flavour given, and its status is the answer. cudaEnableDefault asks for the legacy-stream
+ * function, as a runtime compiled without per-thread default streams (this one). */
+static cudaError_t sr_entry_point(const char *symbol, void **funcPtr, int version,
+                                  unsigned long long flags,
+                                  enum cudaDriverEntryPointQueryResult *status) {
+  if (!symbol || !funcPtr) return sr_ret(cudaErrorInvalidValue);
+  cuuint64_t cu_flags;
+  switch (flags) {
+  case cudaEnableDefault:
+  case cudaEnableLegacyStream: cu_flags = CU_GET_PROC_ADDRESS_LEGACY_STREAM; break;
+  case cudaEnablePerThreadDefaultStream: cu_flags = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM; break;
+  default: return sr_ret(cudaErrorInvalidValue);
+  }
+  *funcPtr = NULL;
+  CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  (void)sr_gpa(symbol, funcPtr, version, cu_flags, &st);
+  enum cudaDriverEntryPointQueryResult q =
+      st == CU_GET_PROC_ADDRESS_SUCCESS ? cudaDriverEntryPointSuccess
+      : st == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT ? cudaDriverEntryPointVersionNotSufficent
+                                                         : cudaDriverEntryPointSymbolNotFound;
+  if (q != cudaDriverEntryPointSuccess) *funcPtr = NULL;
+  if (status) {
+    *status = q;
+    return cudaSuccess;
+  }
+  return q == cudaDriverEntryPointSuccess ? cudaSuccess : sr_ret(cudaErrorSymbolNotFound);
+}
+
+SR_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
+                                                    unsigned int cudaVersion,
+                                                    unsigned long long flags,
+                                                    enum cudaDriverEntryPointQueryResult *status) {
+  SR_ENTER("cudaGetDriverEntryPointByVersion");
+  return sr_entry_point(symbol, funcPtr, (int)cudaVersion, flags, status);
+}
+
+/* The deprecated form asks with the runtime's own version. */
+SR_API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
+                                           unsigned long long flags,
+                                           enum cudaDriverEntryPointQueryResult *status) {
+  SR_ENTER("cudaGetDriverEntryPoint");
+  return sr_entry_point(symbol, funcPtr, sr_version(), flags, status);
 }

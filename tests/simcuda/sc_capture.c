@@ -10,10 +10,21 @@
 #define SC_GRAPH_MAGIC 0x62a9b000u
 #define SC_EXEC_MAGIC 0x62a9b0e0u
 
+#define SC_NODE_MAGIC 0x62a9b0a0u
+
+/* A node handle (cudaGraphNode_t): the op at `index` of its graph. Made for a graph's ops at its
+ * first node query, and freed with it. */
+typedef struct sc_node {
+  uint32_t magic;
+  sc_graph *graph;
+  size_t index;
+} sc_node;
+
 struct sc_graph {
   uint32_t magic;
   sc_op **ops;
   size_t n, cap;
+  sc_node *nodes; /* n handles, or NULL before the first query */
 };
 
 static atomic_ullong sc_capture_ids;
@@ -40,6 +51,9 @@ void sc_graph_free(sc_graph *g) {
   if (!g) return;
   for (size_t i = 0; i < g->n; i++) sc_op_free(g->ops[i]);
   free(g->ops);
+  if (g->nodes)
+    for (size_t i = 0; i < g->n; i++) g->nodes[i].magic = 0;
+  free(g->nodes);
   g->magic = 0;
   free(g);
 }
@@ -234,3 +248,92 @@ cudaError_t sc_graph_exec_destroy(cudaGraphExec_t graphExec) {
   return cudaSuccess;
 }
 
+/* ---- node queries ------------------------------------------------------------------------
+ * A captured graph is a chain: node i depends on node i - 1 (one stream's work, in order). */
+static sc_node *sc_graph_nodes(sc_graph *g) {
+  if (!g->nodes && g->n) {
+    g->nodes = calloc(g->n, sizeof *g->nodes);
+    if (!g->nodes) return NULL;
+    for (size_t i = 0; i < g->n; i++) g->nodes[i] = (sc_node){SC_NODE_MAGIC, g, i};
+  }
+  return g->nodes;
+}
+
+static sc_node *sc_node_get(cudaGraphNode_t h) {
+  sc_node *n = (sc_node *)h;
+  return n && n->magic == SC_NODE_MAGIC ? n : NULL;
+}
+
+/* Fills up to *count handles from `first` (of `avail`), NULLs the rest, and stores how many
+ * there are (nodes NULL: only the count), as CUDA's graph queries do. */
+static cudaError_t sc_hand_out(sc_graph *g, size_t first, size_t avail, cudaGraphNode_t *out,
+                               size_t *count) {
+  if (!count) return sc_ret(cudaErrorInvalidValue);
+  if (!out) {
+    *count = avail;
+    return cudaSuccess;
+  }
+  sc_node *nodes = avail ? sc_graph_nodes(g) : NULL;
+  if (avail && !nodes) return sc_ret(cudaErrorMemoryAllocation);
+  for (size_t i = 0; i < *count; i++) out[i] = i < avail ? (cudaGraphNode_t)&nodes[first + i] : NULL;
+  if (*count > avail) *count = avail;
+  return cudaSuccess;
+}
+
+SC_API cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes) {
+  SC_ENTER("cudaGraphGetNodes");
+  sc_graph *g = sc_graph_get(graph, SC_GRAPH_MAGIC);
+  if (!g) return sc_ret(cudaErrorInvalidValue);
+  return sc_hand_out(g, 0, g->n, nodes, numNodes);
+}
+
+SC_API cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t *pRootNodes,
+                                         size_t *pNumRootNodes) {
+  SC_ENTER("cudaGraphGetRootNodes");
+  sc_graph *g = sc_graph_get(graph, SC_GRAPH_MAGIC);
+  if (!g) return sc_ret(cudaErrorInvalidValue);
+  return sc_hand_out(g, 0, g->n ? 1 : 0, pRootNodes, pNumRootNodes);
+}
+
+SC_API cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node,
+                                                cudaGraphNode_t *pDependencies,
+                                                cudaGraphEdgeData *edgeData,
+                                                size_t *pNumDependencies) {
+  SC_ENTER("cudaGraphNodeGetDependencies");
+  sc_node *n = sc_node_get(node);
+  if (!n) return sc_ret(cudaErrorInvalidValue);
+  size_t have = n->index ? 1 : 0;
+  if (edgeData && pDependencies && pNumDependencies)
+    for (size_t i = 0; i < *pNumDependencies; i++) edgeData[i] = (cudaGraphEdgeData){0};
+  return sc_hand_out(n->graph, n->index ? n->index - 1 : 0, have, pDependencies,
+                     pNumDependencies);
+}
+
+SC_API cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node,
+                                                  cudaGraphNode_t *pDependentNodes,
+                                                  cudaGraphEdgeData *edgeData,
+                                                  size_t *pNumDependentNodes) {
+  SC_ENTER("cudaGraphNodeGetDependentNodes");
+  sc_node *n = sc_node_get(node);
+  if (!n) return sc_ret(cudaErrorInvalidValue);
+  size_t have = n->index + 1 < n->graph->n ? 1 : 0;
+  if (edgeData && pDependentNodes && pNumDependentNodes)
+    for (size_t i = 0; i < *pNumDependentNodes; i++) edgeData[i] = (cudaGraphEdgeData){0};
+  return sc_hand_out(n->graph, n->index + 1, have, pDependentNodes, pNumDependentNodes);
+}
+
+SC_API cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType) {
+  SC_ENTER("cudaGraphNodeGetType");
+  sc_node *n = sc_node_get(node);
+  if (!n || !pType) return sc_ret(cudaErrorInvalidValue);
+  switch (n->graph->ops[n->index]->kind) {
+  case SC_OP_COPY: *pType = cudaGraphNodeTypeMemcpy; break;
+  case SC_OP_MEMSET: *pType = cudaGraphNodeTypeMemset; break;
+  case SC_OP_KERNEL: *pType = cudaGraphNodeTypeKernel; break;
+  case SC_OP_HOSTFN: *pType = cudaGraphNodeTypeHost; break;
+  case SC_OP_EVENT: *pType = cudaGraphNodeTypeEventRecord; break;
+  case SC_OP_WAIT_EVENT: *pType = cudaGraphNodeTypeWaitEvent; break;
+  default: *pType = cudaGraphNodeTypeEmpty; break;
+  }
+  return cudaSuccess;
+}

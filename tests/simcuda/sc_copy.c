@@ -105,11 +105,35 @@ static bool sc_kind_ok(enum cudaMemcpyKind kind) {
   return (unsigned)kind <= (unsigned)cudaMemcpyDefault;
 }
 
+/* Whether the rows first_row .. last_row of a pitched operand, `width` bytes from column x, lie
+ * in memory a copy may touch (sc_range_ok over their hull); false when the arithmetic overflows. */
+static bool sc_pitched_ok(const void *ptr, size_t pitch, size_t first_row, size_t last_row,
+                          size_t x, size_t width) {
+  size_t start, end;
+  if (__builtin_mul_overflow(first_row, pitch, &start) || __builtin_add_overflow(start, x, &start) ||
+      __builtin_mul_overflow(last_row, pitch, &end) || __builtin_add_overflow(end, x, &end) ||
+      __builtin_add_overflow(end, width, &end) ||
+      (uintptr_t)ptr + end < (uintptr_t)ptr)
+    return false;
+  return sc_range_ok((const char *)ptr + start, end - start);
+}
+
+/* First and last row of a 3D operand's extent (in rows of its pitch); false on overflow. */
+static bool sc_rows_3d(const struct cudaPos *pos, size_t ysize, const struct cudaExtent *e,
+                       size_t *first, size_t *last) {
+  size_t zf, zl;
+  return !__builtin_mul_overflow(pos->z, ysize, &zf) && !__builtin_add_overflow(zf, pos->y, first) &&
+         !__builtin_mul_overflow(pos->z + e->depth - 1, ysize, &zl) &&
+         !__builtin_add_overflow(zl, pos->y + e->height - 1, last) && pos->z + e->depth > pos->z &&
+         pos->y + e->height > pos->y;
+}
+
 /* ---- 1D ------------------------------------------------------------------------------- */
 cudaError_t sc_memcpy_1d(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                                 cudaStream_t h, bool ptsz, bool sync_api) {
   if (!sc_kind_ok(kind)) return sc_ret(cudaErrorInvalidMemcpyDirection);
   if (count && (!dst || !src)) return sc_ret(cudaErrorInvalidValue);
+  if (!sc_range_ok(dst, count) || !sc_range_ok(src, count)) return sc_ret(cudaErrorInvalidValue);
   cudaError_t err = cudaSuccess;
   sc_stream *s = sc_stream_get(h, ptsz, &err);
   if (!s) return sc_ret(err);
@@ -131,7 +155,7 @@ static cudaError_t sc_memcpy_peer(void *dst, int dst_dev, const void *src, int s
   if (!count) return cudaSuccess;
   if (!dst || !src) return sc_ret(cudaErrorInvalidValue);
   if (sc_arena_device(dst) != dst_dev || sc_arena_device(src) != src_dev ||
-      !sc_arena_lookup(dst, NULL, NULL) || !sc_arena_lookup(src, NULL, NULL))
+      !sc_range_ok(dst, count) || !sc_range_ok(src, count))
     return sc_ret(cudaErrorInvalidValue);
   cudaError_t err = cudaSuccess;
   sc_stream *s = sc_stream_get(h, ptsz, &err);
@@ -167,6 +191,10 @@ cudaError_t sc_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitc
   if (!sc_kind_ok(kind)) return sc_ret(cudaErrorInvalidMemcpyDirection);
   if (height > 1 && (width > dpitch || width > spitch)) return sc_ret(cudaErrorInvalidPitchValue);
   if (width && height && (!dst || !src)) return sc_ret(cudaErrorInvalidValue);
+  if (width && height &&
+      (!sc_pitched_ok(dst, dpitch, 0, height - 1, 0, width) ||
+       !sc_pitched_ok(src, spitch, 0, height - 1, 0, width)))
+    return sc_ret(cudaErrorInvalidValue);
   cudaError_t err = cudaSuccess;
   sc_stream *s = sc_stream_get(h, ptsz, &err);
   if (!s) return sc_ret(err);
@@ -191,6 +219,14 @@ cudaError_t sc_memcpy_3d(const struct cudaMemcpy3DParms *p, cudaStream_t h, bool
   if (!s) return sc_ret(err);
   size_t sys = sp->ysize ? sp->ysize : p->extent.height;
   size_t dys = dp->ysize ? dp->ysize : p->extent.height;
+  if (p->extent.width && p->extent.height && p->extent.depth) {
+    size_t sf, sl, df, dl;
+    if (!sc_rows_3d(&p->srcPos, sys, &p->extent, &sf, &sl) ||
+        !sc_rows_3d(&p->dstPos, dys, &p->extent, &df, &dl) ||
+        !sc_pitched_ok(sp->ptr, sp->pitch, sf, sl, p->srcPos.x, p->extent.width) ||
+        !sc_pitched_ok(dp->ptr, dp->pitch, df, dl, p->dstPos.x, p->extent.width))
+      return sc_ret(cudaErrorInvalidValue);
+  }
   sc_segs segs = {0};
   for (size_t z = 0; z < p->extent.depth; z++)
     for (size_t y = 0; y < p->extent.height; y++) {
@@ -231,7 +267,8 @@ int sc_memcpy_batch(void *const *dsts, const void *const *srcs, const size_t *si
     enum cudaMemcpySrcAccessOrder order = attrs[a].srcAccessOrder;
     if ((order != cudaMemcpySrcAccessOrderStream && order != cudaMemcpySrcAccessOrderDuringApiCall &&
          order != cudaMemcpySrcAccessOrderAny) ||
-        (sizes[i] && (!dsts[i] || !srcs[i]))) {
+        (sizes[i] && (!dsts[i] || !srcs[i])) || !sc_range_ok(dsts[i], sizes[i]) ||
+        !sc_range_ok(srcs[i], sizes[i])) {
       if (fail_idx) *fail_idx = i;
       free(stage);
       free(segs.v);
@@ -278,6 +315,17 @@ int sc_memcpy_3d_batch(size_t num_ops, void *op_list, size_t *fail_idx, unsigned
     size_t drow = o->dst.op.ptr.rowLength ? o->dst.op.ptr.rowLength : w;
     size_t slayer = o->src.op.ptr.layerHeight ? o->src.op.ptr.layerHeight : hgt;
     size_t dlayer = o->dst.op.ptr.layerHeight ? o->dst.op.ptr.layerHeight : hgt;
+    struct cudaPos origin = {0, 0, 0};
+    size_t sf, sl, df, dl;
+    if (!sc_rows_3d(&origin, slayer, &o->extent, &sf, &sl) ||
+        !sc_rows_3d(&origin, dlayer, &o->extent, &df, &dl) ||
+        !sc_pitched_ok(o->src.op.ptr.ptr, srow, sf, sl, 0, w) ||
+        !sc_pitched_ok(o->dst.op.ptr.ptr, drow, df, dl, 0, w)) {
+      if (fail_idx) *fail_idx = i;
+      free(segs.v);
+      free(stage);
+      return sc_ret(cudaErrorInvalidValue);
+    }
     for (size_t z = 0; z < o->extent.depth; z++)
       for (size_t y = 0; y < hgt; y++) {
         size_t before = segs.n;
@@ -323,6 +371,7 @@ cudaError_t sc_memset(void *dst, int value, size_t count, cudaStream_t h, bool p
                              bool sync_api) {
   if (count && !dst) return sc_ret(cudaErrorInvalidValue);
   if (!count) return cudaSuccess;
+  if (!sc_range_ok(dst, count)) return sc_ret(cudaErrorInvalidValue);
   cudaError_t err = cudaSuccess;
   sc_stream *s = sc_stream_get(h, ptsz, &err);
   if (!s) return sc_ret(err);

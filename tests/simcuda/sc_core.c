@@ -276,44 +276,15 @@ SC_API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int devi
   SC_ENTER("cudaGetDeviceProperties");
   if (!prop) return sc_ret(cudaErrorInvalidValue);
   if (!sc_device_valid(device)) return sc_ret(cudaErrorInvalidDevice);
-  memset(prop, 0, sizeof *prop);
-  /* Device 0 keeps the one-device name; the others are told apart by a suffix, a PCI bus and a
-   * UUID byte. */
-  if (device == 0)
-    snprintf(prop->name, sizeof prop->name, "simcuda simulated device");
-  else
-    snprintf(prop->name, sizeof prop->name, "simcuda simulated device %d", device);
-  prop->pciBusID = device;
-  prop->uuid.bytes[15] = (char)device;
-  prop->totalGlobalMem = sc_cfg.device_bytes;
-  prop->major = 9;
-  prop->minor = 0;
-  prop->multiProcessorCount = 1;
-  prop->unifiedAddressing = 1;
-  prop->canMapHostMemory = 1;
-  prop->asyncEngineCount = 2;
-  prop->warpSize = 32;
-  prop->maxThreadsPerBlock = 1024;
+  sc_device_properties(prop, device);
   return cudaSuccess;
 }
 
+/* An H200's values (sc_devattr.c); a number CUDA does not define is cudaErrorInvalidValue. */
 SC_API cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device) {
   SC_ENTER("cudaDeviceGetAttribute");
   if (!value) return sc_ret(cudaErrorInvalidValue);
   if (!sc_device_valid(device)) return sc_ret(cudaErrorInvalidDevice);
-  switch (attr) {
-  case cudaDevAttrPciBusId: *value = device; break;
-  case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
-  case cudaDevAttrWarpSize: *value = 32; break;
-  case cudaDevAttrMultiProcessorCount: *value = 1; break;
-  case cudaDevAttrAsyncEngineCount: *value = 2; break;
-  case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
-  case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
-  case cudaDevAttrCanMapHostMemory:
-  case cudaDevAttrUnifiedAddressing:
-  case cudaDevAttrHostRegisterSupported:
-  case cudaDevAttrMemoryPoolsSupported: *value = 1; break;
-  default: *value = 0; break; /* not simulated: reported as absent */
-  }
+  if (sc_device_attribute((int)attr, device, value) != 0) return sc_ret(cudaErrorInvalidValue);
   return cudaSuccess;
 }

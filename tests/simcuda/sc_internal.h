@@ -51,6 +51,11 @@ void sc_sleep_until_ns(uint64_t deadline_ns);
 /* The calling thread's current device (cudaSetDevice; 0 until it calls it). */
 int sc_device_current(void);
 bool sc_device_valid(int device);
+/* An H200's attribute `attr` (a CUDA 13.0 number, 1 to 147) of `device` into *value: 0, or -1
+ * for a number CUDA does not define (sc_devattr.c). */
+int sc_device_attribute(int attr, int device, int *value);
+/* An H200's properties, with simcuda's name, PCI bus, UUID byte and arena size for `device`. */
+void sc_device_properties(struct cudaDeviceProp *prop, int device);
 
 /* Records err as the calling thread's last error (cudaGetLastError) and returns it. */
 cudaError_t sc_ret(cudaError_t err);
@@ -80,6 +85,15 @@ int sc_arena_device(const void *p);
 /* For an allocated device pointer (interior too): its allocation's base and size. */
 bool sc_arena_lookup(const void *p, void **base, size_t *size);
 sc_mem_kind sc_classify(const void *p);
+/* Registers `handle` as a launchable kernel whose launches run `body` (simcuda_register_kernel
+ * registers a function as its own body). sc_kernel.c. */
+cudaError_t sc_register_kernel_as(const void *handle, simcuda_kernel_fn body, const char *name,
+                                  size_t nparams, const size_t *param_sizes);
+/* Whether a copy may touch [p, p + n): device memory within one allocation, pinned memory within
+ * its range (or ranges that touch it), pageable memory mapped to the end, and never past the end
+ * of the address space. CUDA refuses the others with cudaErrorInvalidValue before queueing
+ * anything. */
+bool sc_range_ok(const void *p, size_t n);
 
 /* Device-side accesses: every byte of host memory goes through the pinned ranges' aliases,
  * split piecewise at range boundaries. Never faults on CPU protections of pinned pages. */

@@ -15,7 +15,8 @@
 #define SC_MAX_PARAMS 64
 
 typedef struct sc_kernel {
-  const void *fn; /* key */
+  const void *fn; /* key: the handle launches name */
+  simcuda_kernel_fn body; /* what runs: fn itself, or an emulation of well-known device code */
   char name[64];
   const char *stable_name; /* for cudaFuncGetName: never freed, so it outlives re-registration */
   size_t nparams;
@@ -38,10 +39,17 @@ static size_t sc_param_align(size_t size) {
 
 SC_API cudaError_t simcuda_register_kernel(simcuda_kernel_fn fn, const char *name, size_t nparams,
                                            const size_t *param_sizes) {
-  if (!fn || nparams > SC_MAX_PARAMS || (nparams && !param_sizes)) return cudaErrorInvalidValue;
+  return sc_register_kernel_as((const void *)fn, fn, name, nparams, param_sizes);
+}
+
+cudaError_t sc_register_kernel_as(const void *handle, simcuda_kernel_fn body, const char *name,
+                                  size_t nparams, const size_t *param_sizes) {
+  if (!handle || !body || nparams > SC_MAX_PARAMS || (nparams && !param_sizes))
+    return cudaErrorInvalidValue;
   sc_kernel *k = calloc(1, sizeof *k);
   if (!k) return cudaErrorMemoryAllocation;
-  k->fn = (const void *)fn;
+  k->fn = handle;
+  k->body = body;
   if (name) strncpy(k->name, name, sizeof k->name - 1);
   k->stable_name = strdup(k->name);
   k->nparams = nparams;
@@ -135,7 +143,7 @@ cudaError_t sc_launch(const void *func, dim3 grid, dim3 block, void **args, size
     copies[i] = blk + head + k.offsets[i];
     memcpy(copies[i], args[i], k.sizes[i]);
   }
-  op->u.kernel.fn = (simcuda_kernel_fn)func;
+  op->u.kernel.fn = k.body;
   op->u.kernel.block = blk;
   op->u.kernel.block_len = len;
   op->u.kernel.launch = (simcuda_launch_t){

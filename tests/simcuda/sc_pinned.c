@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -153,6 +154,38 @@ void sc_dma_set(void *dst, int value, size_t n) {
     done += span;
   }
   pthread_rwlock_unlock(&sc_regions_lock);
+}
+
+/* Whether the host bytes [p, p + n) are all mapped: msync walks the range's mappings and fails
+ * with ENOMEM at a hole, in one system call whatever the size (and MS_ASYNC writes nothing back).
+ * Called directly, so that a tool that wraps msync does not see simcuda's own check. */
+static bool sc_host_mapped(uintptr_t p, size_t n) {
+  uintptr_t lo = p & ~(uintptr_t)(sc_page() - 1);
+  return syscall(SYS_msync, (void *)lo, (size_t)(p + n - lo), MS_ASYNC) == 0;
+}
+
+bool sc_range_ok(const void *ptr, size_t n) {
+  uintptr_t p = (uintptr_t)ptr;
+  if (n == 0) return true;
+  if (!ptr || p + n - 1 < p) return false; /* NULL, or past the end of the address space */
+  if (sc_arena_contains(ptr)) {
+    void *base;
+    size_t size;
+    return sc_arena_lookup(ptr, &base, &size) && n <= (uintptr_t)base + size - p;
+  }
+  /* Pinned memory: to the end of its range, or of ranges that touch it (the "64 MiB pieces"
+   * case). Pageable memory: mapped, to the end. */
+  pthread_rwlock_rdlock(&sc_regions_lock);
+  size_t i = sc_region_lower(p);
+  uintptr_t at = p, end = p + n;
+  bool pinned = i < sc_nregions && sc_regions[i].base <= p;
+  while (at < end && i < sc_nregions && sc_regions[i].base <= at) {
+    at = sc_regions[i].base + sc_regions[i].size;
+    i++;
+  }
+  pthread_rwlock_unlock(&sc_regions_lock);
+  if (pinned) return at >= end;
+  return !sc_arena_contains((void *)(end - 1)) && sc_host_mapped(p, n);
 }
 
 SC_API void *simcuda_dma(const void *host_ptr) {

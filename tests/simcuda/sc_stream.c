@@ -336,13 +336,13 @@ void sc_stream_wait_seq(sc_stream *s, uint64_t seq) {
 }
 
 enum cudaStreamCaptureStatus sc_capture_status(sc_stream *s) {
-  pthread_mutex_lock(&s->mu);
-  enum cudaStreamCaptureStatus st = s->cap_status;
-  pthread_mutex_unlock(&s->mu);
-  return st;
+  return atomic_load(&s->cap_status);
 }
 
 cudaError_t sc_capture_break(sc_stream *s) {
+  /* Not capturing: nothing to break, and no lock, so that a signal handler may query or
+   * synchronize the stream its thread was enqueueing on (holding mu) when interrupted. */
+  if (atomic_load(&s->cap_status) == cudaStreamCaptureStatusNone) return cudaSuccess;
   pthread_mutex_lock(&s->mu);
   cudaError_t err = cudaSuccess;
   if (s->cap_status == cudaStreamCaptureStatusActive) {

@@ -28,7 +28,9 @@ struct sc_stream {
 
   sc_stream *reg_prev, *reg_next; /* registry of live streams (sc_stream.c) */
 
-  enum cudaStreamCaptureStatus cap_status;
+  /* written under mu; read without it where no capture is the common answer (a query from a
+   * signal handler that interrupted this stream's enqueue must not wait for mu) */
+  _Atomic(enum cudaStreamCaptureStatus) cap_status;
   enum cudaStreamCaptureMode cap_mode;
   unsigned long long cap_id;
   pthread_t cap_thread;

@@ -20,23 +20,6 @@
 SC_API cudaError_t cudaProfilerStart(void) { return cudaSuccess; }
 SC_API cudaError_t cudaProfilerStop(void) { return cudaSuccess; }
 
-/* ---- the driver behind the runtime ---------------------------------------------------------
- * simcuda's runtime is not built on a driver yet, so no driver function is reachable through it:
- * the lookup itself succeeds and reports the symbol as not found, which callers treat as "this
- * driver is too old" (PyTorch does so for its optional driver features). */
-SC_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
-                                                    unsigned int cudaVersion,
-                                                    unsigned long long flags,
-                                                    enum cudaDriverEntryPointQueryResult *status) {
-  SC_ENTER("cudaGetDriverEntryPointByVersion");
-  (void)cudaVersion, (void)flags;
-  if (!symbol || !funcPtr) return sc_ret(cudaErrorInvalidValue);
-  *funcPtr = NULL;
-  if (!status) return sc_ret(cudaErrorSymbolNotFound);
-  *status = cudaDriverEntryPointSymbolNotFound;
-  return cudaSuccess;
-}
-
 /* ---- peers and bus ids ----------------------------------------------------------------------
  * Every pair of distinct devices can be peers (like GPUs on one NVLink switch); a device is not its
  * own peer. Enabling only records the pair, with CUDA's errors for enabling twice and disabling
@@ -153,17 +136,6 @@ SC_API cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t gra
   (void)pGraphNode, (void)graph, (void)pDependencies, (void)dependencyData;
   (void)numDependencies, (void)nodeParams;
   SC_UNSUPPORTED(cudaGraphAddNode);
-}
-SC_API cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes) {
-  (void)graph, (void)nodes, (void)numNodes;
-  SC_UNSUPPORTED(cudaGraphGetNodes);
-}
-SC_API cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node,
-                                                cudaGraphNode_t *pDependencies,
-                                                cudaGraphEdgeData *edgeData,
-                                                size_t *pNumDependencies) {
-  (void)node, (void)pDependencies, (void)edgeData, (void)pNumDependencies;
-  SC_UNSUPPORTED(cudaGraphNodeGetDependencies);
 }
 SC_API cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *pHandle_out,
                                                     cudaGraph_t graph,

@@ -250,3 +250,78 @@ Test(capture, synchronous_copy_breaks_capture, .init = low_latency) {
   cudaGraph_t graph;
   CK_ERR(cudaStreamEndCapture(cudaStreamPerThread, &graph), cudaErrorStreamCaptureInvalidated);
 }
+
+/* A captured graph answers the node queries PyTorch makes at the end of torch.cuda.graph()
+ * (cudaGraphGetNodes, also for an empty capture) and the usual walks: one chain of nodes in
+ * capture order, each of the type of the op captured. */
+static void noop_host(void *p) { (void)p; }
+Test(capture, graph_node_queries, .init = low_latency) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  unsigned char *h, *d;
+  CK(cudaHostAlloc((void **)&h, 4096, 0));
+  CK(cudaMalloc((void **)&d, 4096));
+  cudaEvent_t ev;
+  CK(cudaEventCreate(&ev));
+  cudaGraph_t g;
+  /* empty */
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  CK(cudaStreamEndCapture(s, &g));
+  size_t n = 99;
+  CK(cudaGraphGetNodes(g, NULL, &n));
+  cr_assert_eq(n, 0);
+  CK(cudaGraphGetRootNodes(g, NULL, &n));
+  cr_assert_eq(n, 0);
+  cudaGraphExec_t e;
+  CK(cudaGraphInstantiate(&e, g, 0));
+  CK(cudaGraphLaunch(e, s));
+  CK(cudaStreamSynchronize(s));
+  CK(cudaGraphExecDestroy(e));
+  CK(cudaGraphDestroy(g));
+  /* four ops */
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  CK(cudaMemcpyAsync(d, h, 4096, cudaMemcpyHostToDevice, s));
+  CK(cudaMemsetAsync(d, 0, 4096, s));
+  CK(cudaLaunchHostFunc(s, noop_host, NULL));
+  CK(cudaEventRecord(ev, s));
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphGetNodes(g, NULL, &n));
+  cr_assert_eq(n, 4);
+  cudaGraphNode_t nodes[6];
+  n = 6;
+  CK(cudaGraphGetNodes(g, nodes, &n));
+  cr_assert_eq(n, 4);
+  cr_assert_null(nodes[4]);
+  cr_assert_null(nodes[5]);
+  static const enum cudaGraphNodeType want[] = {cudaGraphNodeTypeMemcpy, cudaGraphNodeTypeMemset,
+                                                cudaGraphNodeTypeHost, cudaGraphNodeTypeEventRecord};
+  for (int i = 0; i < 4; i++) {
+    enum cudaGraphNodeType t;
+    CK(cudaGraphNodeGetType(nodes[i], &t));
+    cr_assert_eq(t, want[i], "node %d: type %d", i, (int)t);
+    size_t k = 0;
+    CK(cudaGraphNodeGetDependencies(nodes[i], NULL, NULL, &k));
+    cr_assert_eq(k, i ? 1u : 0u);
+    if (i) {
+      cudaGraphNode_t dep;
+      k = 1;
+      CK(cudaGraphNodeGetDependencies(nodes[i], &dep, NULL, &k));
+      cr_assert_eq(dep, nodes[i - 1]);
+    }
+    CK(cudaGraphNodeGetDependentNodes(nodes[i], NULL, NULL, &k));
+    cr_assert_eq(k, i < 3 ? 1u : 0u);
+  }
+  cudaGraphNode_t root;
+  n = 1;
+  CK(cudaGraphGetRootNodes(g, &root, &n));
+  cr_assert_eq(n, 1);
+  cr_assert_eq(root, nodes[0]);
+  CK_ERR(cudaGraphGetNodes(g, nodes, NULL), cudaErrorInvalidValue);
+  CK_ERR(cudaGraphNodeGetType((cudaGraphNode_t)h, NULL), cudaErrorInvalidValue);
+  (void)cudaGetLastError();
+  CK(cudaGraphDestroy(g));
+  CK(cudaEventDestroy(ev));
+  CK(cudaFreeHost(h));
+  CK(cudaFree(d));
+  CK(cudaStreamDestroy(s));
+}

@@ -2,6 +2,7 @@
  * rules for pageable memory, 2D/3D copies, symbol copies, memsets, and cudaMemcpyBatchAsync
  * under both the 13.0 ABI (8 arguments) and the 12.8 ABI (9 arguments, with failIdx). */
 #include <stdint.h>
+#include <sys/mman.h>
 #include <string.h>
 
 #include "test_util.h"
@@ -329,3 +330,76 @@ Test(copies, batch_3d_pointer_operands, .init = low_latency) {
   CK_ERR(cudaMemcpy3DBatchAsync(1, &op, 0, s), cudaErrorInvalidValue);
 }
 #endif
+
+/* Sizes CUDA refuses with cudaErrorInvalidValue, before queueing anything: past the end of the
+ * address space, past a device allocation's end, into unmapped host memory. None may crash the
+ * process, and the memory stays as it was. */
+Test(copies, huge_and_overrunning_sizes_are_invalid_values, .init = low_latency) {
+  enum { N = 8192 };
+  unsigned char *h, *d;
+  CK(cudaHostAlloc((void **)&h, N, 0));
+  CK(cudaMalloc((void **)&d, N));
+  memset(h, 0x5a, N);
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  CK_ERR(cudaMemcpyAsync(h, d, SIZE_MAX, cudaMemcpyDeviceToHost, s), cudaErrorInvalidValue);
+  CK_ERR(cudaMemcpyAsync(h, d, SIZE_MAX / 2, cudaMemcpyDeviceToHost, s), cudaErrorInvalidValue);
+  CK_ERR(cudaMemcpyAsync(d, h, (size_t)1 << 40, cudaMemcpyHostToDevice, s), cudaErrorInvalidValue);
+  CK_ERR(cudaMemcpyAsync(h, d, N + 1, cudaMemcpyDeviceToHost, s), cudaErrorInvalidValue);
+  CK_ERR(cudaMemcpy(h, d, SIZE_MAX, cudaMemcpyDeviceToHost), cudaErrorInvalidValue);
+  CK_ERR(cudaMemsetAsync(d, 1, N + 1, s), cudaErrorInvalidValue);
+  CK_ERR(cudaMemsetAsync(h, 1, SIZE_MAX, s), cudaErrorInvalidValue);
+  CK_ERR(cudaMemcpy2DAsync(h, N, d, N, N, SIZE_MAX / N, cudaMemcpyDeviceToHost, s),
+         cudaErrorInvalidValue);
+  CK_ERR(cudaMemcpy2DAsync(h, 1024, d, 1024, 1024, 9, cudaMemcpyDeviceToHost, s),
+         cudaErrorInvalidValue); /* one row past both ends */
+  CK_ERR(cudaMemcpy2DAsync(h, SIZE_MAX / 2, d, 16, 16, 3, cudaMemcpyDeviceToHost, s),
+         cudaErrorInvalidValue);
+  struct cudaMemcpy3DParms p = {0};
+  p.srcPtr = (struct cudaPitchedPtr){d, 1024, 1024, 4};
+  p.dstPtr = (struct cudaPitchedPtr){h, 1024, 1024, 4};
+  p.extent = (struct cudaExtent){1024, 4, SIZE_MAX / 4096};
+  p.kind = cudaMemcpyDeviceToHost;
+  CK_ERR(cudaMemcpy3DAsync(&p, s), cudaErrorInvalidValue);
+  p.extent = (struct cudaExtent){1024, 4, 3}; /* 12 rows of 1,024 bytes in 8,192 */
+  CK_ERR(cudaMemcpy3DAsync(&p, s), cudaErrorInvalidValue);
+  p.extent = (struct cudaExtent){1024, 4, 2};
+  p.dstPos = (struct cudaPos){0, 0, 1};
+  CK_ERR(cudaMemcpy3DAsync(&p, s), cudaErrorInvalidValue);
+#if CUDART_VERSION >= 13000
+  void *dsts[1] = {h};
+  const void *srcs[1] = {d};
+  size_t sizes[1] = {SIZE_MAX}, idx = 0;
+  struct cudaMemcpyAttributes attr = {0};
+  attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  CK_ERR(cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, &attr, &idx, 1, s), cudaErrorInvalidValue);
+  struct cudaMemcpy3DBatchOp op = {0};
+  op.src.type = op.dst.type = cudaMemcpyOperandTypePointer;
+  op.src.op.ptr.ptr = d;
+  op.dst.op.ptr.ptr = h;
+  op.extent = (struct cudaExtent){1024, 1024, SIZE_MAX / 1024};
+  op.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  CK_ERR(cudaMemcpy3DBatchAsync(1, &op, 0, s), cudaErrorInvalidValue);
+#endif
+  CK_ERR(cudaMemcpyAsync(h + 1, d, N, cudaMemcpyDeviceToHost, s), cudaErrorInvalidValue);
+  p.dstPos = (struct cudaPos){0, 0, 0};
+  p.dstPtr.ptr = h + 1024; /* past the pinned buffer's end by 1,024 bytes */
+  CK_ERR(cudaMemcpy3DAsync(&p, s), cudaErrorInvalidValue);
+  /* Past a pinned range, and from pageable memory into unmapped memory. */
+  unsigned char *m = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  cr_assert_neq(m, MAP_FAILED);
+  CK(cudaHostRegister(m, 4096, 0)); /* first: registering maps an alias, maybe at the hole */
+  munmap(m + 2 * 4096, 4096);
+  CK_ERR(cudaMemcpyAsync(m, d, 2 * 4096, cudaMemcpyDeviceToHost, s), cudaErrorInvalidValue);
+  CK_ERR(cudaMemcpyAsync(d, m + 4096, 2 * 4096, cudaMemcpyHostToDevice, s), cudaErrorInvalidValue);
+  CK_ERR(cudaMemcpy(m + 4096, d, 2 * 4096, cudaMemcpyDeviceToHost), cudaErrorInvalidValue);
+  CK(cudaMemcpyAsync(m, d, 4096, cudaMemcpyDeviceToHost, s));
+  CK(cudaMemcpy(m + 4096, d, 4096, cudaMemcpyDeviceToHost));
+  CK(cudaStreamSynchronize(s));
+  CK(cudaHostUnregister(m));
+  (void)cudaGetLastError();
+  for (int i = 0; i < N; i++) cr_assert_eq(h[i], 0x5a, "byte %d changed", i);
+  CK(cudaStreamDestroy(s));
+  CK(cudaFreeHost(h));
+  CK(cudaFree(d));
+}

@@ -88,3 +88,100 @@ Test(misc, fork_child) {
   CK(cudaStreamSynchronize(s)); /* the parent is unaffected */
   CK(cudaFreeHost(h));
 }
+
+/* Every attribute CUDA 13.0's runtime names answers, with an H200's values: clients size their
+ * launches from them (PyTorch divides by maxThreadsPerMultiProcessor), so none may read as 0
+ * where an H200 reports a value. A number CUDA does not define is cudaErrorInvalidValue. */
+Test(misc, device_attributes_are_an_h200s) {
+  static const enum cudaDeviceAttr all[] = {
+      cudaDevAttrMaxThreadsPerBlock, cudaDevAttrMaxBlockDimX, cudaDevAttrMaxBlockDimY, 
+      cudaDevAttrMaxBlockDimZ, cudaDevAttrMaxGridDimX, cudaDevAttrMaxGridDimY, 
+      cudaDevAttrMaxGridDimZ, cudaDevAttrMaxSharedMemoryPerBlock, cudaDevAttrTotalConstantMemory, 
+      cudaDevAttrWarpSize, cudaDevAttrMaxPitch, cudaDevAttrMaxRegistersPerBlock, 
+      cudaDevAttrClockRate, cudaDevAttrTextureAlignment, cudaDevAttrGpuOverlap, 
+      cudaDevAttrMultiProcessorCount, cudaDevAttrKernelExecTimeout, cudaDevAttrIntegrated, 
+      cudaDevAttrCanMapHostMemory, cudaDevAttrComputeMode, cudaDevAttrMaxTexture1DWidth, 
+      cudaDevAttrMaxTexture2DWidth, cudaDevAttrMaxTexture2DHeight, cudaDevAttrMaxTexture3DWidth, 
+      cudaDevAttrMaxTexture3DHeight, cudaDevAttrMaxTexture3DDepth, 
+      cudaDevAttrMaxTexture2DLayeredWidth, cudaDevAttrMaxTexture2DLayeredHeight, 
+      cudaDevAttrMaxTexture2DLayeredLayers, cudaDevAttrSurfaceAlignment, 
+      cudaDevAttrConcurrentKernels, cudaDevAttrEccEnabled, cudaDevAttrPciBusId, 
+      cudaDevAttrPciDeviceId, cudaDevAttrTccDriver, cudaDevAttrMemoryClockRate, 
+      cudaDevAttrGlobalMemoryBusWidth, cudaDevAttrL2CacheSize, 
+      cudaDevAttrMaxThreadsPerMultiProcessor, cudaDevAttrAsyncEngineCount, 
+      cudaDevAttrUnifiedAddressing, cudaDevAttrMaxTexture1DLayeredWidth, 
+      cudaDevAttrMaxTexture1DLayeredLayers, cudaDevAttrMaxTexture2DGatherWidth, 
+      cudaDevAttrMaxTexture2DGatherHeight, cudaDevAttrMaxTexture3DWidthAlt, 
+      cudaDevAttrMaxTexture3DHeightAlt, cudaDevAttrMaxTexture3DDepthAlt, cudaDevAttrPciDomainId, 
+      cudaDevAttrTexturePitchAlignment, cudaDevAttrMaxTextureCubemapWidth, 
+      cudaDevAttrMaxTextureCubemapLayeredWidth, cudaDevAttrMaxTextureCubemapLayeredLayers, 
+      cudaDevAttrMaxSurface1DWidth, cudaDevAttrMaxSurface2DWidth, cudaDevAttrMaxSurface2DHeight, 
+      cudaDevAttrMaxSurface3DWidth, cudaDevAttrMaxSurface3DHeight, cudaDevAttrMaxSurface3DDepth, 
+      cudaDevAttrMaxSurface1DLayeredWidth, cudaDevAttrMaxSurface1DLayeredLayers, 
+      cudaDevAttrMaxSurface2DLayeredWidth, cudaDevAttrMaxSurface2DLayeredHeight, 
+      cudaDevAttrMaxSurface2DLayeredLayers, cudaDevAttrMaxSurfaceCubemapWidth, 
+      cudaDevAttrMaxSurfaceCubemapLayeredWidth, cudaDevAttrMaxSurfaceCubemapLayeredLayers, 
+      cudaDevAttrMaxTexture1DLinearWidth, cudaDevAttrMaxTexture2DLinearWidth, 
+      cudaDevAttrMaxTexture2DLinearHeight, cudaDevAttrMaxTexture2DLinearPitch, 
+      cudaDevAttrMaxTexture2DMipmappedWidth, cudaDevAttrMaxTexture2DMipmappedHeight, 
+      cudaDevAttrComputeCapabilityMajor, cudaDevAttrComputeCapabilityMinor, 
+      cudaDevAttrMaxTexture1DMipmappedWidth, cudaDevAttrStreamPrioritiesSupported, 
+      cudaDevAttrGlobalL1CacheSupported, cudaDevAttrLocalL1CacheSupported, 
+      cudaDevAttrMaxSharedMemoryPerMultiprocessor, cudaDevAttrMaxRegistersPerMultiprocessor, 
+      cudaDevAttrManagedMemory, cudaDevAttrIsMultiGpuBoard, cudaDevAttrMultiGpuBoardGroupID, 
+      cudaDevAttrHostNativeAtomicSupported, cudaDevAttrSingleToDoublePrecisionPerfRatio, 
+      cudaDevAttrPageableMemoryAccess, cudaDevAttrConcurrentManagedAccess, 
+      cudaDevAttrComputePreemptionSupported, cudaDevAttrCanUseHostPointerForRegisteredMem, 
+      cudaDevAttrCooperativeLaunch, cudaDevAttrMaxSharedMemoryPerBlockOptin, 
+      cudaDevAttrCanFlushRemoteWrites, cudaDevAttrHostRegisterSupported, 
+      cudaDevAttrPageableMemoryAccessUsesHostPageTables, cudaDevAttrDirectManagedMemAccessFromHost, 
+      cudaDevAttrMaxBlocksPerMultiprocessor, cudaDevAttrMaxPersistingL2CacheSize, 
+      cudaDevAttrMaxAccessPolicyWindowSize, cudaDevAttrSparseCudaArraySupported, 
+      cudaDevAttrHostRegisterReadOnlySupported, cudaDevAttrTimelineSemaphoreInteropSupported, 
+      cudaDevAttrMemoryPoolsSupported, cudaDevAttrGPUDirectRDMASupported, 
+      cudaDevAttrGPUDirectRDMAFlushWritesOptions, cudaDevAttrGPUDirectRDMAWritesOrdering, 
+      cudaDevAttrMemoryPoolSupportedHandleTypes, cudaDevAttrClusterLaunch, 
+      cudaDevAttrDeferredMappingCudaArraySupported, cudaDevAttrIpcEventSupport, 
+      cudaDevAttrMemSyncDomainCount, cudaDevAttrNumaConfig, cudaDevAttrNumaId, 
+      cudaDevAttrMpsEnabled, cudaDevAttrHostNumaId, cudaDevAttrD3D12CigSupported, 
+      cudaDevAttrVulkanCigSupported, cudaDevAttrGpuPciDeviceId, cudaDevAttrGpuPciSubsystemId, 
+      cudaDevAttrHostNumaMemoryPoolsSupported, cudaDevAttrHostNumaMultinodeIpcSupported, 
+      cudaDevAttrHostMemoryPoolsSupported, cudaDevAttrOnlyPartialHostNativeAtomicSupported, 
+  };
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    int v = -12345;
+    cr_assert_eq(cudaDeviceGetAttribute(&v, all[i], 0), cudaSuccess, "attribute %d", (int)all[i]);
+    cr_assert_neq(v, -12345, "attribute %d left unset", (int)all[i]);
+  }
+  static const struct { enum cudaDeviceAttr a; int v; } h200[] = {
+      {cudaDevAttrMaxThreadsPerBlock, 1024}, {cudaDevAttrMaxBlockDimX, 1024},
+      {cudaDevAttrMaxBlockDimZ, 64}, {cudaDevAttrMaxGridDimX, 2147483647},
+      {cudaDevAttrMaxSharedMemoryPerBlock, 49152}, {cudaDevAttrWarpSize, 32},
+      {cudaDevAttrMultiProcessorCount, 132}, {cudaDevAttrMaxThreadsPerMultiProcessor, 2048},
+      {cudaDevAttrMaxRegistersPerMultiprocessor, 65536}, {cudaDevAttrL2CacheSize, 52428800},
+      {cudaDevAttrMaxSharedMemoryPerMultiprocessor, 233472},
+      {cudaDevAttrMaxSharedMemoryPerBlockOptin, 232448}, {cudaDevAttrMaxBlocksPerMultiprocessor, 32},
+      {cudaDevAttrComputeCapabilityMajor, 9}, {cudaDevAttrComputeCapabilityMinor, 0},
+      {cudaDevAttrClockRate, 1980000}, {cudaDevAttrGlobalMemoryBusWidth, 6144},
+      {cudaDevAttrConcurrentKernels, 1}, {cudaDevAttrCooperativeLaunch, 1},
+  };
+  for (size_t i = 0; i < sizeof h200 / sizeof h200[0]; i++) {
+    int v = 0;
+    CK(cudaDeviceGetAttribute(&v, h200[i].a, 0));
+    cr_assert_eq(v, h200[i].v, "attribute %d: %d, an H200 has %d", (int)h200[i].a, v, h200[i].v);
+  }
+  struct cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, 0));
+  cr_assert_eq(p.maxThreadsPerMultiProcessor, 2048);
+  cr_assert_eq(p.multiProcessorCount, 132);
+  cr_assert_eq(p.regsPerMultiprocessor, 65536);
+  cr_assert_eq(p.sharedMemPerMultiprocessor, 233472);
+  cr_assert_eq(p.maxGridSize[1], 65535);
+  cr_assert_eq(p.maxThreadsDim[2], 64);
+  cr_assert_eq(p.l2CacheSize, 52428800);
+  int v = 7;
+  CK_ERR(cudaDeviceGetAttribute(&v, (enum cudaDeviceAttr)0, 0), cudaErrorInvalidValue);
+  CK_ERR(cudaDeviceGetAttribute(&v, cudaDevAttrMax, 0), cudaErrorInvalidValue);
+  CK_ERR(cudaDeviceGetAttribute(&v, (enum cudaDeviceAttr)100000, 0), cudaErrorInvalidValue);
+  (void)cudaGetLastError();
+}

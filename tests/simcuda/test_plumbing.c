@@ -124,9 +124,86 @@ Test(plumbing, unsimulated_calls_are_not_supported) {
   cudaLibrary_t lib;
   CK_ERR(cudaLibraryLoadFromFile(&lib, "/nonexistent", NULL, NULL, 0, NULL, NULL, 0),
          cudaErrorNotSupported);
-  cudaGraphNode_t nodes[4];
-  size_t n = 4;
-  CK_ERR(cudaGraphGetNodes(NULL, nodes, &n), cudaErrorNotSupported);
+  cudaGraphNode_t node = NULL;
+  CK_ERR(cudaGraphAddNode(&node, NULL, NULL, NULL, 0, NULL), cudaErrorNotSupported);
   cr_assert_eq(cudaGetLastError(), cudaErrorNotSupported);
   CK(cudaGetLastError());
+}
+
+/* The runtime answers driver entry points from the driver, as CUDA's does: found, too new for
+ * the version asked, or unknown. */
+Test(plumbing, driver_entry_points_come_from_the_driver) {
+  void *fn = NULL;
+  enum cudaDriverEntryPointQueryResult st = cudaDriverEntryPointSymbolNotFound;
+  CK(cudaGetDriverEntryPointByVersion("cuDriverGetVersion", &fn, 12000, cudaEnableDefault, &st));
+  cr_assert_eq(st, cudaDriverEntryPointSuccess);
+  cr_assert_not_null(fn);
+  int v = 0;
+  cr_assert_eq(((int (*)(int *))fn)(&v), 0);
+  cr_assert_geq(v, 13000);
+  fn = NULL;
+  CK(cudaGetDriverEntryPointByVersion("cuMemcpyHtoDAsync", &fn, 13000,
+                                      cudaEnablePerThreadDefaultStream, &st));
+  cr_assert_eq(st, cudaDriverEntryPointSuccess);
+  cr_assert_not_null(fn);
+  void *legacy = NULL;
+  CK(cudaGetDriverEntryPointByVersion("cuMemcpyHtoDAsync", &legacy, 13000, cudaEnableDefault,
+                                      &st));
+  cr_assert_not_null(legacy);
+  cr_assert_neq(fn, legacy, "the per-thread flavour is another function");
+  fn = (void *)0x1;
+  CK(cudaGetDriverEntryPointByVersion("cuMemcpyBatchAsync", &fn, 12000, cudaEnableDefault, &st));
+  cr_assert_eq(st, cudaDriverEntryPointVersionNotSufficent);
+  cr_assert_null(fn);
+  CK(cudaGetDriverEntryPointByVersion("cuNoSuchFunction", &fn, 13000, cudaEnableDefault, &st));
+  cr_assert_eq(st, cudaDriverEntryPointSymbolNotFound);
+  CK_ERR(cudaGetDriverEntryPointByVersion("cuDriverGetVersion", &fn, 13000, 7, &st),
+         cudaErrorInvalidValue);
+  fn = NULL;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  CK(cudaGetDriverEntryPoint("cuStreamSynchronize", &fn, cudaEnableDefault, &st));
+#pragma GCC diagnostic pop
+  cr_assert_eq(st, cudaDriverEntryPointSuccess);
+  cr_assert_not_null(fn);
+  (void)cudaGetLastError();
+}
+
+/* PyTorch's spin kernel (torch.cuda._sleep), recognised by its registered device name whatever
+ * the build hash in it, runs as a timed wait of its cycles at the reported clock rate: the stream
+ * is busy meanwhile, and events around it measure the wait. */
+static void spin_stub(void) {}
+static void unknown_stub(void) {}
+Test(plumbing, torch_spin_kernel_is_emulated) {
+  setenv("SIMCUDA_LATENCY_US", "0", 1);
+  static const char fatbin[64] = "torch";
+  void **h = __cudaRegisterFatBinary((void *)fatbin);
+  static const char spin[] = "_ZN2at4cuda40_GLOBAL__N__b51f33dc_8_Sleep_cu_088d913f11spin_kernelEl";
+  __cudaRegisterFunction(h, (const char *)spin_stub, (char *)spin, spin, -1, NULL, NULL, NULL,
+                         NULL, NULL);
+  __cudaRegisterFunction(h, (const char *)unknown_stub, (char *)"_ZN2at4cuda6other_kernelEl",
+                         "_ZN2at4cuda6other_kernelEl", -1, NULL, NULL, NULL, NULL, NULL);
+  int khz = 0;
+  CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+  int64_t cycles = (int64_t)khz * 150; /* 150 ms */
+  void *args[] = {&cycles};
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  CK(cudaEventRecord(a, s));
+  CK(cudaLaunchKernel((const void *)spin_stub, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, s));
+  CK(cudaEventRecord(b, s));
+  struct timespec ms50 = {0, 50 * 1000 * 1000};
+  nanosleep(&ms50, NULL);
+  CK_ERR(cudaStreamQuery(s), cudaErrorNotReady);
+  CK(cudaStreamSynchronize(s));
+  float ms = 0;
+  CK(cudaEventElapsedTime(&ms, a, b));
+  cr_assert(ms >= 140 && ms < 5000, "the spin took %.1f ms, 150 were asked", ms);
+  CK_ERR(cudaLaunchKernel((const void *)unknown_stub, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, s),
+         cudaErrorInvalidDeviceFunction);
+  (void)cudaGetLastError();
+  CK(cudaStreamDestroy(s));
 }

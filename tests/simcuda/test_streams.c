@@ -3,6 +3,7 @@
  * query/synchronize, stream creation parameters, destruction with pending work, and workers that
  * start only when a stream first gets work. */
 #include <dirent.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -337,4 +338,50 @@ Test(streams, idle_streams_cost_no_thread, .init = low_latency) {
   CK(cudaStreamQuery(s[1]));
   for (int i = 0; i < N; i++) CK(cudaStreamDestroy(s[i]));
   CK(cudaDeviceSynchronize());
+}
+
+/* A signal handler may query the stream its thread was enqueueing on when the signal came: the
+ * query must not wait for the stream's lock, which the interrupted enqueue holds. Another thread
+ * signals the enqueueing thread thousands of times; a deadlock is this test's timeout. */
+static cudaStream_t sigq_stream;
+static atomic_long sigq_answers;
+static void sigq_handler(int sig) {
+  (void)sig;
+  cudaError_t e = cudaStreamQuery(sigq_stream);
+  if (e == cudaSuccess || e == cudaErrorNotReady) atomic_fetch_add(&sigq_answers, 1);
+}
+static atomic_int sigq_stop;
+static void *sigq_signaller(void *arg) {
+  pthread_t target = *(pthread_t *)arg;
+  while (!atomic_load(&sigq_stop)) pthread_kill(target, SIGUSR1);
+  return NULL;
+}
+static void sigq_noop(void *p) { (void)p; }
+
+Test(streams, signal_handler_queries_the_interrupted_stream, .init = low_latency, .timeout = 30) {
+  CK(cudaStreamCreateWithFlags(&sigq_stream, cudaStreamNonBlocking));
+  struct sigaction sa = {0};
+  sa.sa_handler = sigq_handler;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+  pthread_t self = pthread_self(), t;
+  cr_assert_eq(pthread_create(&t, NULL, sigq_signaller, &self), 0);
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (long i = 0;; i++) {
+    CK(cudaLaunchHostFunc(sigq_stream, sigq_noop, NULL));
+    if (i % 4096 == 0) {
+      CK(cudaStreamSynchronize(sigq_stream));
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) >= 2000000000L) break;
+    }
+  }
+  atomic_store(&sigq_stop, 1);
+  pthread_join(t, NULL);
+  signal(SIGUSR1, SIG_IGN);
+  CK(cudaStreamSynchronize(sigq_stream));
+  cr_assert_gt(atomic_load(&sigq_answers), 5, "only %ld signals answered",
+               atomic_load(&sigq_answers));
+  CK(cudaStreamDestroy(sigq_stream));
 }

@@ -307,6 +307,55 @@ Test(core, a_graph_launch_begins_on_the_launch_stream_not_the_capture_stream) {
   pg_decide_graph_exec_destroyed(exec);
 }
 
+/* An end call on a stream that was not capturing fails and ends nothing: the capture still
+ * running on another stream keeps enforce from waiting. */
+Test(core, a_failed_end_capture_on_another_stream_ends_no_capture) {
+  start("enforce", NULL);
+  copy(0, 0, 4096, true);
+  streams[2].capturing = true;
+  pg_decide_capture_begun(S(2));
+  pg_decide_capture_ended(S(3), NULL); /* stream 3 was not capturing: the call failed */
+  copy(1, 0, 4096, false);
+  cr_assert_eq(waits, 0, "a wait during the live capture would invalidate it");
+  cr_assert_eq(tp_count(log_text(), "ERROR: wait-during-capture"), 1, "%s", out);
+}
+
+/* A copy captured while an unordered access to its bytes is in flight is not checked then: it
+ * runs only at the graph's launch. */
+Test(core, a_captured_copy_is_not_checked_at_capture_time) {
+  start("audit", NULL);
+  copy(0, 0, 4096, true); /* in flight on stream 0 */
+  streams[2].capturing = true;
+  pg_decide_capture_begun(S(2));
+  copy(2, 0, 4096, false); /* captured: reads the bytes at each launch, not now */
+  streams[2].capturing = false;
+  pg_decide_capture_ended(S(2), (cudaGraph_t)0x81);
+  cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
+}
+
+/* A launch is checked against the work in flight at the launch: audit reports it, enforce waits
+ * for exactly that access before the graph runs. */
+Test(core, a_graph_launch_is_checked_against_work_in_flight) {
+  start("enforce", NULL);
+  cudaGraphExec_t exec = (cudaGraphExec_t)0x84;
+  capture_a_copy((cudaGraph_t)0x83, exec); /* writes buf's first page at each launch */
+  copy(0, 0, 4096, true);                  /* another write of it, in flight on stream 0 */
+  copy(1, 8192, 4096, true);               /* other bytes */
+  pg_stack_t st;
+  pg_stack_capture(&st, 0, PG_STACK_MAX);
+  pg_decide_graph_launch_check(exec, S(3), "cudaGraphLaunch", &st);
+  cr_assert_eq(waits, 1);
+  cr_assert_eq(streams[0].done, 1, "stream 0's copy was waited for");
+  cr_assert_eq(streams[1].done, 0);
+  cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
+  pg_decide_graph_launched(exec, S(3), &st);
+  /* The same graph launched again on another stream, unordered with the first launch. */
+  pg_decide_graph_launch_check(exec, S(2), "cudaGraphLaunch", &st);
+  cr_assert_eq(waits, 2);
+  cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 2, "%s", out);
+  pg_decide_graph_exec_destroyed(exec);
+}
+
 /* ---- unpinning, annotations, system calls --------------------------------------------------- */
 Test(core, enforce_waits_before_unpinning) {
   start("enforce", NULL);
@@ -320,6 +369,22 @@ Test(core, enforce_waits_before_unpinning) {
   cr_assert_eq(streams[0].done, 1);
   pg_decide_unpin_end(&saved, true);
   cr_assert_eq(tp_count(log_text(), "ERROR: free-during-device-access"), 1, "%s", out);
+}
+
+/* An unpinning call the runtime refuses (unregistering memory cudaHostAlloc gave, freeing
+ * registered memory) fails: the region keeps its in-flight accesses, so the owner's own
+ * unordered use right after is still reported. */
+Test(core, a_refused_unpin_keeps_the_accesses_in_flight) {
+  start("audit", NULL);
+  copy(0, 0, 4096, true);
+  pg_stack_t st;
+  pg_stack_capture(&st, 0, PG_STACK_MAX);
+  pg_unpin_t saved;
+  pg_decide_unpin_begin(buf, false, &st, &saved); /* cudaHostUnregister of allocated memory */
+  pg_decide_unpin_end(&saved, false);
+  cr_assert_eq(tp_count(log_text(), "ERROR: unregister-during-device-access"), 1, "%s", out);
+  copy(1, 0, 4096, false); /* races stream 0's write, still in flight */
+  cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
 }
 
 Test(core, audit_reports_a_release_annotation_on_an_in_flight_buffer) {

@@ -78,25 +78,11 @@ SD_API CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
-/* The same values as simcuda's cudaDeviceGetAttribute (the two enums share their numbers); an
- * attribute that is not simulated reads as 0, as there. */
+/* The same values as simcuda's cudaDeviceGetAttribute (the two enums share their numbers). */
 SD_API CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
   if (!pi) return CUDA_ERROR_INVALID_VALUE;
   if (sd_check_device(dev) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_DEVICE;
-  switch (attrib) {
-  case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *pi = dev; break;
-  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
-  case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *pi = 32; break;
-  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = 1; break;
-  case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *pi = 2; break;
-  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = 9; break;
-  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *pi = 0; break;
-  case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
-  case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
-  case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:
-  case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *pi = 1; break;
-  default: *pi = 0; break;
-  }
+  if (sc_device_attribute((int)attrib, dev, pi) != 0) return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
 }
 

@@ -35,6 +35,13 @@ Test(driver, device_and_primary_context) {
   cr_assert_eq(cc, 1);
   cr_assert_eq(cuDeviceGetAttribute(&cc, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 3),
                CUDA_ERROR_INVALID_DEVICE);
+  /* Every attribute CUDA 13.0 defines (1 to 147) answers; the others are invalid values. */
+  for (int a = 1; a < CU_DEVICE_ATTRIBUTE_MAX; a++)
+    cr_assert_eq(cuDeviceGetAttribute(&cc, (CUdevice_attribute)a, 0), CUDA_SUCCESS, "%d", a);
+  CU(cuDeviceGetAttribute(&cc, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 0));
+  cr_assert_eq(cc, 2048);
+  cr_assert_eq(cuDeviceGetAttribute(&cc, (CUdevice_attribute)0, 0), CUDA_ERROR_INVALID_VALUE);
+  cr_assert_eq(cuDeviceGetAttribute(&cc, CU_DEVICE_ATTRIBUTE_MAX, 0), CUDA_ERROR_INVALID_VALUE);
 
   /* What PyTorch's NVRTC stub asks first, with no cuInit of its own: it must succeed. */
   unsigned flags = 99;
