@@ -37,7 +37,9 @@
 #define GRANULE_PAGES 512
 #define STRIPES 16 /* all are held across fork(); ThreadSanitizer tracks at most 64 held locks */
 
-enum { PROT_STATE_RW = 0, PROT_STATE_READ = 1, PROT_STATE_NONE = 2 };
+/* PROT_STATE_UNKNOWN: the page's real protection may differ from what this file recorded (a
+ * lock-free open raced a locked pass): the next apply() sets it again, whatever it wants. */
+enum { PROT_STATE_RW = 0, PROT_STATE_READ = 1, PROT_STATE_NONE = 2, PROT_STATE_UNKNOWN = 3 };
 
 typedef struct granule {
   uintptr_t index;                 /* address / (page size * GRANULE_PAGES): the table key */
@@ -54,6 +56,11 @@ typedef struct granule {
    * under the stripe lock, read without it by pg_guard_claims (hence the atomic accesses). */
   uint8_t prot[GRANULE_PAGES];
   uint8_t ever[GRANULE_PAGES];
+  /* Opened without the stripe lock by a fault that interrupted pinguard itself (a program's
+   * signal handler touching a guarded page while its thread was inside pinguard, which may hold
+   * this granule's stripe lock): pg_guard_open_unlocked mprotects the page and sets this; the
+   * next locked pass folds it into `released` (fold_unlocked). Atomic accesses only. */
+  uint8_t open_unlocked[GRANULE_PAGES];
 } granule_t;
 
 typedef struct stripe {
@@ -61,6 +68,19 @@ typedef struct stripe {
 } stripe_t;
 
 static stripe_t stripes[STRIPES];
+
+/* Set while this thread holds a stripe lock or the probe lock: a fault taken then (in a signal
+ * handler of the program's) must not take them again (pg_guard_thread_busy). */
+static __thread uint8_t t_busy;
+static void stripe_lock(stripe_t *st) {
+  t_busy++;
+  pthread_mutex_lock(&st->mu);
+}
+static void stripe_unlock(stripe_t *st) {
+  pthread_mutex_unlock(&st->mu);
+  t_busy--;
+}
+bool pg_guard_thread_busy(void) { return __atomic_load_n(&t_busy, __ATOMIC_RELAXED) != 0; }
 
 /* Every granule ever created, by index: linear probing, insert-only (a granule lives for the
  * process), so a reader needs no lock. 2^16 granules of 2 MiB cover 128 GiB of guarded memory;
@@ -148,6 +168,17 @@ static uint8_t prot_of(const granule_t *g, size_t i) {
   return __atomic_load_n(&g->prot[i], __ATOMIC_RELAXED);
 }
 
+/* Folds a lock-free open (pg_guard_open_unlocked) into the locked state: the page stays let
+ * through until its accesses retire, as after an audit report, and its recorded protection is
+ * unknown (the open's mprotect may have come before or after this file's last one). Stripe lock
+ * held. */
+static void fold_unlocked(granule_t *g, size_t i) {
+  if (!__atomic_load_n(&g->open_unlocked[i], __ATOMIC_ACQUIRE)) return;
+  __atomic_store_n(&g->open_unlocked[i], 0, __ATOMIC_RELAXED);
+  if (g->reads[i] || g->writes[i]) g->released[i] = 1;
+  __atomic_store_n(&g->prot[i], PROT_STATE_UNKNOWN, __ATOMIC_RELEASE);
+}
+
 static int desired(const granule_t *g, size_t i) {
   if (g->released[i] || g->stepping[i]) return PROT_STATE_RW;
   if (g->writes[i]) return PROT_STATE_NONE;
@@ -176,6 +207,7 @@ static void set_prot(granule_t *g, size_t first, size_t last, int state) {
  * that need the same change. Stripe lock held. */
 static void apply(granule_t *g, size_t first, size_t last) {
   uintptr_t base = g->index * granule_bytes();
+  for (size_t k = first; k < last; k++) fold_unlocked(g, k);
   size_t i = first;
   while (i < last) {
     int want = desired(g, i);
@@ -213,11 +245,11 @@ static void for_pages(uintptr_t lo, uintptr_t hi, bool create, piece_fn fn, void
     stripe_t *st = stripe_of(index);
     /* A new granule is allocated before the lock (see the top of the file). */
     granule_t *fresh = create && !granule_find(index) ? granule_alloc() : NULL;
-    pthread_mutex_lock(&st->mu);
+    stripe_lock(st);
     granule_t *g = granule_find(index);
     if (!g && create && (g = granule_create(index, fresh))) fresh = NULL;
     if (g) fn(g, (a - index * gb) / page_size, (end - index * gb) / page_size, arg);
-    pthread_mutex_unlock(&st->mu);
+    stripe_unlock(st);
     if (fresh) munmap(fresh, sizeof *fresh);
     a = end;
   }
@@ -232,6 +264,7 @@ static bool kind_usable(const pg_region_t *reg, uintptr_t lo, uintptr_t hi) {
   if (s) return s > 0;
   uintptr_t page = (lo + page_size - 1) & ~(page_size - 1);
   if (page + page_size > hi) return false; /* no whole page to try on: decide on a later access */
+  t_busy++;
   pthread_mutex_lock(&probe_lock);
   s = atomic_load(&kind_state[k]);
   if (!s) {
@@ -248,6 +281,7 @@ static bool kind_usable(const pg_region_t *reg, uintptr_t lo, uintptr_t hi) {
     atomic_store_explicit(&kind_state[k], s, memory_order_release);
   }
   pthread_mutex_unlock(&probe_lock);
+  t_busy--;
   return s > 0;
 }
 
@@ -261,6 +295,7 @@ static void count_piece(granule_t *g, size_t first, size_t last, void *arg) {
   const count_arg_t *c = arg;
   uint16_t *counts = pg_dir_may_write(c->dir) ? g->writes : g->reads;
   for (size_t i = first; i < last; i++) {
+    fold_unlocked(g, i); /* before `released` changes: a new access re-arms the page */
     if (c->delta > 0) {
       if (counts[i] < UINT16_MAX) counts[i]++;
       g->released[i] = 0; /* a new access re-arms a page that an earlier one let go */
@@ -348,15 +383,28 @@ pg_guard_claim_t pg_guard_claims(uintptr_t addr) {
                                                         : PG_GUARD_NOT_OURS;
 }
 
+bool pg_guard_open_unlocked(uintptr_t addr) {
+  if (!pg_guard_enabled() || !page_size) return false;
+  granule_t *g = granule_find(addr / granule_bytes());
+  if (!g) return false;
+  size_t i = (addr % granule_bytes()) / page_size;
+  if (__atomic_load_n(&g->prot[i], __ATOMIC_ACQUIRE) == PROT_STATE_RW) return true; /* open */
+  __atomic_store_n(&g->open_unlocked[i], 1, __ATOMIC_RELEASE);
+  if (mprotect((void *)(addr & ~(page_size - 1)), page_size, PROT_READ | PROT_WRITE) != 0)
+    return false;
+  pg_stat_inc(PG_STAT_GUARD_UNCHECKED);
+  return true;
+}
+
 bool pg_guard_owns(uintptr_t addr) {
   if (!pg_guard_enabled()) return false;
   uintptr_t index = addr / granule_bytes();
   size_t i = (addr % granule_bytes()) / page_size;
   stripe_t *st = stripe_of(index);
-  pthread_mutex_lock(&st->mu);
+  stripe_lock(st);
   granule_t *g = granule_find(index);
   bool ours = g && (prot_of(g, i) != PROT_STATE_RW || g->reads[i] || g->writes[i]);
-  pthread_mutex_unlock(&st->mu);
+  stripe_unlock(st);
   return ours;
 }
 
@@ -365,10 +413,10 @@ bool pg_guard_page_allows(uintptr_t addr, bool is_write) {
   uintptr_t index = addr / granule_bytes();
   size_t i = (addr % granule_bytes()) / page_size;
   stripe_t *st = stripe_of(index);
-  pthread_mutex_lock(&st->mu);
+  stripe_lock(st);
   granule_t *g = granule_find(index);
   int prot = g ? prot_of(g, i) : PROT_STATE_RW;
-  pthread_mutex_unlock(&st->mu);
+  stripe_unlock(st);
   return prot == PROT_STATE_RW || (prot == PROT_STATE_READ && !is_write);
 }
 
@@ -505,7 +553,7 @@ void pg_guard_atfork_child(void) {
     memset(g->writes, 0, sizeof g->writes);
     memset(g->released, 0, sizeof g->released);
     memset(g->stepping, 0, sizeof g->stepping);
-    apply(g, 0, GRANULE_PAGES);
+    apply(g, 0, GRANULE_PAGES); /* folds the lock-free opens first */
   }
   for (int i = STRIPES - 1; i >= 0; i--) pthread_mutex_unlock(&stripes[i].mu);
 }

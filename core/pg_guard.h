@@ -40,6 +40,17 @@ typedef enum pg_guard_claim {
 } pg_guard_claim_t;
 pg_guard_claim_t pg_guard_claims(uintptr_t addr);
 
+/* For a fault taken while its thread was inside pinguard (a program's signal handler that
+ * interrupted pinguard, which may hold any of its locks): opens the page holding addr with no
+ * lock, until the accesses guarding it retire, and counts it (PG_STAT_GUARD_UNCHECKED). The
+ * access goes unchecked; the retried instruction succeeds. False if the page is not one
+ * pinguard recorded or mprotect failed. */
+bool pg_guard_open_unlocked(uintptr_t addr);
+
+/* True while the calling thread holds one of this file's locks (a stripe or the probe lock),
+ * including outside pg_shim_enter (the system-call checks). */
+bool pg_guard_thread_busy(void);
+
 /* Is this page one pinguard may have protected (some access guards it, or it was released while
  * one still does)? Used by the fault handler to tell our faults from the program's own. */
 bool pg_guard_owns(uintptr_t addr);

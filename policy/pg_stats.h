@@ -20,7 +20,8 @@
   X(WAIT_NS, "wait_ns", "total time spent in enforce waits, in ns")                      \
   X(CAPTURE_SKIPS, "capture_skips", "waits skipped because the stream was capturing")     \
   X(GUARD_PROTECTS, "guard_protects", "guard-page protections applied")                   \
-  X(GUARD_FAULTS, "guard_faults", "CPU accesses caught by guard pages")
+  X(GUARD_FAULTS, "guard_faults", "CPU accesses caught by guard pages")                  \
+  X(GUARD_UNCHECKED, "guard_unchecked", "guard faults let through unchecked (a signal handler interrupted pinguard)")
 
 typedef enum pg_stat {
 #define PG_STAT_ENUM(id, name, desc) PG_STAT_##id,

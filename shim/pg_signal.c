@@ -171,6 +171,11 @@ static void handle_fault(void *arg) {
   f->handled = true;
 }
 
+/* Whether the faulting thread was inside pinguard: in an interceptor's own work (which holds
+ * pinguard's locks at times; pg_shim_inside also covers the handler itself, so a fault nested
+ * in it), or holding a guard lock outside one (the system-call checks). */
+static bool interrupted_pinguard(void) { return pg_shim_inside || pg_guard_thread_busy(); }
+
 /* Calls fn(arg) with the stack pointer at `top` (16-byte aligned), then comes back. */
 static void run_on_stack(void *top, void (*fn)(void *), void *arg) {
   __asm__ volatile(
@@ -209,8 +214,21 @@ __attribute__((optimize("no-omit-frame-pointer"))) static void on_fault(int sig,
     f.claim = pg_guard_claims((uintptr_t)info->si_addr);
   /* The other data on a shared edge page: no conflict, and nothing to look up (the handler may
    * have interrupted pinguard itself, reading its own heap data there under one of its locks). */
-  if (f.claim == PG_GUARD_PROTECTED && step_over((uintptr_t)info->si_addr, uc)) {
+  if (f.claim == PG_GUARD_PROTECTED && !interrupted_pinguard() &&
+      step_over((uintptr_t)info->si_addr, uc)) {
     errno = saved_errno;
+    return;
+  }
+  /* The thread was inside pinguard when the fault came (a signal handler of the program's
+   * interrupted it and touched a guarded page): it may hold any of pinguard's locks, so nothing
+   * below that takes one may run. The page is opened without a lock and the access goes
+   * unchecked (counted); the instruction runs again. */
+  if (f.claim != PG_GUARD_NOT_OURS && interrupted_pinguard()) {
+    errno = saved_errno;
+    if (f.claim == PG_GUARD_PROTECTED ? pg_guard_open_unlocked((uintptr_t)info->si_addr)
+                                      : retry_stale((uintptr_t)info->si_addr))
+      return;
+    chain(sig, info, uctx);
     return;
   }
   if (f.claim != PG_GUARD_NOT_OURS) {

@@ -1,0 +1,27 @@
+# tests/e2e/safety.cmake: pinguard must never be the cause of a crash, a hang or corrupted data
+# (README.md, "Safe on real hosts"). Each program checks that it survived; safe_run.sh checks
+# its exit status and output, whatever pinguard reported.
+set(SAFE_RUN ${CMAKE_CURRENT_SOURCE_DIR}/safe_run.sh)
+
+# pg_safe_case(test-name program [OPTIONS pinguard-options] [ENV k=v...] [CHECK safe_run args...]
+#              [ARGS program args...])
+function(pg_safe_case test prog)
+  cmake_parse_arguments(C "" "OPTIONS" "ENV;CHECK;ARGS" ${ARGN})
+  if(NOT DEFINED C_OPTIONS)
+    set(C_OPTIONS "mode=audit")
+  endif()
+  add_test(NAME e2e.safe.${test}
+           COMMAND ${SAFE_RUN} ${C_CHECK} -- $<TARGET_FILE:e2e_${prog}> ${C_ARGS})
+  set_tests_properties(e2e.safe.${test} PROPERTIES TIMEOUT 120
+    ENVIRONMENT "${PG_TEST_ENV};PG_OPTIONS=${C_OPTIONS};${C_ENV}")
+endfunction()
+
+# A program's SIGUSR1 handler reads a guarded buffer while its thread is inside pinguard's guard
+# bookkeeping: no hang (the program's alarm kills a hung run), in both modes.
+pg_e2e_program(safe_signal_reentry)
+target_link_libraries(e2e_safe_signal_reentry PRIVATE Threads::Threads)
+foreach(mode audit enforce)
+  pg_safe_case(signal_reentry.${mode} safe_signal_reentry
+               OPTIONS "mode=${mode}:guard=1:guard_min_bytes=4096"
+               ENV SIMCUDA_LATENCY_US=200 CHECK --stdout "^done" ARGS 3000)
+endforeach()
