@@ -18,6 +18,7 @@
 #include "pg_procmaps.h"
 #include "pg_pystack.h"
 #include "pg_report.h"
+#include "pg_tls.h"
 
 static pg_devops_t dev; /* the API layer's GPU operations */
 
@@ -43,11 +44,19 @@ static bool may_wait(void) { return atomic_load_explicit(&active_captures, memor
 /* Per-thread cache of pages known not to be pinned host memory (pageable or device). Regions are
  * always looked up first, so memory pinned later through a call we see is never misclassified;
  * only memory pinned behind our back after a negative answer is (documented in the README). */
-#define NEG_CACHE 256
-static __thread uintptr_t neg_cache[NEG_CACHE];
+#define NEG_CACHE 256 /* in a per-thread block mapped on first use (pg_tls.h); none: no cache */
+static uintptr_t *neg_cache(void) {
+  return pg_tls_get(PG_TLS_NEG_CACHE, NEG_CACHE * sizeof(uintptr_t));
+}
 
-static bool neg_cached(uintptr_t page) { return neg_cache[page % NEG_CACHE] == page + 1; }
-static void neg_remember(uintptr_t page) { neg_cache[page % NEG_CACHE] = page + 1; }
+static bool neg_cached(uintptr_t page) {
+  uintptr_t *c = neg_cache();
+  return c && c[page % NEG_CACHE] == page + 1;
+}
+static void neg_remember(uintptr_t page) {
+  uintptr_t *c = neg_cache();
+  if (c) c[page % NEG_CACHE] = page + 1;
+}
 
 /* True when [p, p+n), in no region the tracker knows, is pinned host memory all the same:
  * memory pinned before pinguard saw it (or through a path it cannot see), from the runtime's
@@ -501,11 +510,18 @@ __attribute__((no_sanitize_address)) void pg_decide_fault_stack(pg_stack_t *out,
  * would then fail with EFAULT). Should the slots run out, the last one grows to cover the rest:
  * every page the host function opened is protected again. */
 #define HOSTFN_OPEN_MAX 16
-static __thread struct { uintptr_t lo, hi; } hostfn_open[HOSTFN_OPEN_MAX];
+typedef struct hostfn_range { uintptr_t lo, hi; } hostfn_range_t;
 static __thread unsigned hostfn_nopen;
+/* The ranges live in a per-thread block mapped on first use (pg_tls.h). Without one, the
+ * host function's opened pages stay open until their accesses retire (fewer checks, no harm). */
+static hostfn_range_t *hostfn_ranges(void) {
+  return pg_tls_get(PG_TLS_HOSTFN_OPEN, HOSTFN_OPEN_MAX * sizeof(hostfn_range_t));
+}
 
 static void note_opened(uintptr_t lo, uintptr_t hi) {
   if (!pg_hb_in_hostfn()) return;
+  hostfn_range_t *hostfn_open = hostfn_ranges();
+  if (!hostfn_open) return;
   for (unsigned i = 0; i < hostfn_nopen; i++) {
     if (lo <= hostfn_open[i].hi && hi >= hostfn_open[i].lo) { /* touches: merge */
       if (lo < hostfn_open[i].lo) hostfn_open[i].lo = lo;
@@ -538,7 +554,9 @@ void pg_decide_hostfn_enter(const pg_hostfn_pos_t *pos) {
 
 void pg_decide_hostfn_leave(void) {
   pg_hb_hostfn_leave();
-  for (unsigned i = 0; i < hostfn_nopen; i++) pg_guard_rearm(hostfn_open[i].lo, hostfn_open[i].hi);
+  const hostfn_range_t *hostfn_open = pg_tls_peek(PG_TLS_HOSTFN_OPEN);
+  for (unsigned i = 0; hostfn_open && i < hostfn_nopen; i++)
+    pg_guard_rearm(hostfn_open[i].lo, hostfn_open[i].hi);
   hostfn_nopen = 0;
 }
 

@@ -22,6 +22,17 @@ pg_e2e_program(safe_signal_reentry)
 target_link_libraries(e2e_safe_signal_reentry PRIVATE Threads::Threads)
 foreach(mode audit enforce)
   pg_safe_case(signal_reentry.${mode} safe_signal_reentry
-               OPTIONS "mode=${mode}:guard=1:guard_min_bytes=4096"
+               OPTIONS "mode=${mode}:guard=1:guard_min_bytes=4096:exitcode=0"
                ENV SIMCUDA_LATENCY_US=200 CHECK --stdout "^done" ARGS 3000)
 endforeach()
+
+# pinguard's static TLS (every thread's, CUDA or not) stays under 1 KiB...
+add_test(NAME e2e.safe.static_tls
+         COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:pinguard> -DLIMIT=1024
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/check_tls.cmake)
+# ...so a program that never uses CUDA, with a PTHREAD_STACK_MIN thread using most of its stack,
+# runs the same with the preload as without.
+pg_e2e_program(safe_min_stack)
+target_link_libraries(e2e_safe_min_stack PRIVATE Threads::Threads)
+pg_safe_case(min_stack.bare safe_min_stack CHECK --no-preload --stdout "^thread used")
+pg_safe_case(min_stack.preload safe_min_stack CHECK --stdout "^thread used")
