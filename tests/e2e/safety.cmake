@@ -36,3 +36,14 @@ pg_e2e_program(safe_min_stack)
 target_link_libraries(e2e_safe_min_stack PRIVATE Threads::Threads)
 pg_safe_case(min_stack.bare safe_min_stack CHECK --no-preload --stdout "^thread used")
 pg_safe_case(min_stack.preload safe_min_stack CHECK --stdout "^thread used")
+
+# A guard fault reported (audit) or waited for (enforce) on a thread with a 32 KiB stack, 18 KiB
+# of it in use when it faults (the old in-place handler needed more than the rest): the
+# report is formatted on pinguard's own stack, and the thread survives.
+pg_e2e_program(safe_small_stack_report)
+target_link_libraries(e2e_safe_small_stack_report PRIVATE Threads::Threads)
+foreach(mode audit enforce)
+  pg_safe_case(small_stack_report.${mode} safe_small_stack_report
+               OPTIONS "mode=${mode}:guard=1:guard_min_bytes=4096:exitcode=0:dedup=0"
+               CHECK --stdout "^worker done" --stderr "cpu-read-during-device-write" ARGS 32768 18)
+endforeach()
