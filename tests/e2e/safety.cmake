@@ -47,3 +47,14 @@ foreach(mode audit enforce)
                OPTIONS "mode=${mode}:guard=1:guard_min_bytes=4096:exitcode=0:dedup=0"
                CHECK --stdout "^worker done" --stderr "cpu-read-during-device-write" ARGS 32768 18)
 endforeach()
+
+# No driver in the process: dlsym answers NULL for cu* names, as without pinguard, and calls of
+# pinguard's driver wrappers print one warning in all (safe_no_driver.c). Again with simcuda's
+# driver loaded RTLD_LOCAL.
+add_executable(e2e_safe_no_driver safe_no_driver.c)
+target_link_libraries(e2e_safe_no_driver PRIVATE ${CMAKE_DL_LIBS})
+pg_safe_case(no_driver safe_no_driver
+             CHECK --stdout "^no driver seen" --count "pinguard: WARNING" 1)
+pg_safe_case(no_driver.local safe_no_driver
+             CHECK --stdout "^no driver seen" ARGS $<TARGET_FILE:simcuda_driver>)
+pg_safe_case(no_driver.bare safe_no_driver CHECK --no-preload --stdout "^no driver seen")
