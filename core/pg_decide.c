@@ -162,6 +162,32 @@ static size_t run_probe(const probe_t *q, pg_access_t *out, size_t cap) {
   return pg_inflight_query(q->p, q->n, q->kind == PROBE_WRITES, out, cap);
 }
 
+/* Waits for access a, started at t0 (pg_clock_ns), for at most max_wait_ms from t0 (0: no
+ * limit, the blocking synchronize). A bounded wait polls the access's event, sleeping 20 us
+ * doubling to 1 ms between polls (nanosleep: safe in the fault handler). True once it completed
+ * (or its event failed: nothing is left to wait for); false at the deadline. */
+static bool wait_bounded(const pg_access_t *a, uint64_t t0) {
+  uint64_t limit_ms = pg_policy_options()->max_wait_ms;
+  if (!limit_ms) {
+    pg_access_wait(a);
+    return true;
+  }
+  uint64_t deadline = t0 + limit_ms * 1000000ull;
+  long nap_ns = 20000;
+  for (;;) {
+    pg_dev_result_t r = dev.event_query(a->event);
+    if (r != PG_DEV_NOT_READY) break;
+    uint64_t now = pg_clock_ns();
+    if (now >= deadline) return false;
+    uint64_t left = deadline - now;
+    struct timespec ts = {0, (long)(left < (uint64_t)nap_ns ? left : (uint64_t)nap_ns)};
+    nanosleep(&ts, NULL);
+    if (nap_ns < 1000000) nap_ns *= 2;
+  }
+  pg_access_wait(a); /* complete: returns at once, and retires it */
+  return true;
+}
+
 /* The core decision. Finds the accesses `q` describes (into found[cap]); enforce (or a silent
  * wait) waits for every one of them, asking again while more remain than found[] holds; then
  * one report (unless silent) names what was found. While a capture is active nothing waits and
@@ -194,17 +220,24 @@ static int settle(pg_report_kind_t kind, const probe_t *q, const char *access_wh
     size_t kept = have < PG_REPORT_MAX_GPU ? have : PG_REPORT_MAX_GPU;
     memcpy(first, found, kept * sizeof *first);
     uint64_t t0 = pg_clock_ns();
-    for (size_t left = total, n = have; left > 0;) {
-      for (size_t i = 0; i < n; i++) pg_access_wait(&found[i]);
+    bool done = true;
+    for (size_t left = total, n = have; left > 0 && done;) {
+      for (size_t i = 0; i < n && done; i++) done = wait_bounded(&found[i], t0);
       if (left <= n) break;
       left = run_probe(q, found, cap);
       n = left < cap ? left : cap;
     }
     waited = pg_clock_ns() - t0;
-    action = PG_ACTION_WAITED;
+    action = done ? PG_ACTION_WAITED : PG_ACTION_WAIT_TIMED_OUT;
     pg_policy_note_wait(waited);
     memcpy(found, first, kept * sizeof *first);
     have = kept;
+    if (!done) {
+      /* The access goes ahead unprevented: a silent wait (an annotation's) says so too. */
+      report(PG_KIND_WAIT_TIMEOUT, q->p, q->n, access_what, st, found, have, total, action,
+             waited, flags);
+      return (int)total;
+    }
   }
   if (!silent) report(kind, q->p, q->n, access_what, st, found, have, total, action, waited, flags);
   return (int)total;

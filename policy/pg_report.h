@@ -22,7 +22,8 @@
   X(DEVICE_ACCESS_CONFLICT, "device-access-conflict", "new GPU access")  \
   X(RELEASE_DURING_DEVICE_ACCESS, "release-during-device-access", "release") \
   X(COMMIT_DURING_DEVICE_WRITE, "commit-during-device-write", "commit") \
-  X(WAIT_DURING_CAPTURE, "wait-during-capture", "call")
+  X(WAIT_DURING_CAPTURE, "wait-during-capture", "call")                \
+  X(WAIT_TIMEOUT, "wait-timeout", "access")
 
 typedef enum pg_report_kind {
 #define PG_KIND_ENUM(id, name, verb) PG_KIND_##id,
@@ -63,6 +64,7 @@ typedef enum pg_action {
   PG_ACTION_NOT_WAITED_CAPTURE, /* enforce, but the stream was capturing: no wait possible */
   PG_ACTION_NOT_WAITED_HOSTFN,  /* enforce, but the access ran in a host function: CUDA forbids
                                  * waiting there (and the wait could deadlock its stream) */
+  PG_ACTION_WAIT_TIMED_OUT,     /* enforce waited max_wait_ms, then let the access go */
 } pg_action_t;
 
 /* Most in-flight accesses printed per report; the rest are counted ("and N more"). */

@@ -58,3 +58,14 @@ pg_safe_case(no_driver safe_no_driver
 pg_safe_case(no_driver.local safe_no_driver
              CHECK --stdout "^no driver seen" ARGS $<TARGET_FILE:simcuda_driver>)
 pg_safe_case(no_driver.bare safe_no_driver CHECK --no-preload --stdout "^no driver seen")
+
+# Bounded waits: a kernel spins on a flag in a guarded 1 MiB buffer until the CPU sets it.
+# Enforce waits max_wait_ms (here 300), reports wait-timeout (a violation it could not prevent:
+# exit status 23) and lets the store go; the kernel then finishes. Audit reports the store.
+pg_e2e_program(safe_flag_wait)
+pg_e2e_case(safe.flag_wait.enforce safe_flag_wait MODE enforce EXPECT wait-timeout EXIT 23
+            STDOUT "^kernel finished" STDERR "waited 3[0-9][0-9]"
+            ENV "PG_EXTRA_OPTIONS=guard=1:max_wait_ms=300")
+pg_e2e_case(safe.flag_wait.audit safe_flag_wait MODE audit
+            EXPECT cpu-write-during-device-access STDOUT "^kernel finished"
+            ENV "PG_EXTRA_OPTIONS=guard=1")
