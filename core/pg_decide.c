@@ -14,6 +14,7 @@
 #include "pg_decide.h"
 #include "pg_capture.h"
 #include "pg_guard.h"
+#include "pg_guard_decide.h"
 #include "pg_policy.h"
 #include "pg_procmaps.h"
 #include "pg_pystack.h"
@@ -307,6 +308,12 @@ unsigned pg_decide_register_flags(const void *p, size_t n) {
   pg_mapping_t m;
   if (pg_maps_query(p, &m) <= 0) return 0;
   unsigned flags = m.shared ? PG_REGION_FLAG_SHARED : 0;
+  const char *release = pg_guard_kernel_release();
+  pg_guard_verdict_t verdict = pg_guard_verdict(&m, release);
+  if (verdict != PG_GUARD_YES) {
+    pg_guard_warn_verdict(verdict, release);
+    return flags | PG_REGION_FLAG_NO_GUARD;
+  }
   uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
   uintptr_t lo = (uintptr_t)p, hi = lo + n;
   uintptr_t hull_lo = lo & ~(page - 1), hull_hi = (hi + page - 1) & ~(page - 1);

@@ -326,10 +326,12 @@ static void edge_piece(granule_t *g, size_t first, size_t last, void *arg) {
 /* The size threshold applies to the pinned buffer, not to the access: an engine copying 4 KiB
  * pieces into a 512 KiB chunk still has every piece guarded. */
 /* I/O memory (a PCIe BAR mapped into the process) is never protected: its mapping is a device's,
- * and neither its protections nor a single-stepped access are pinguard's to change. */
+ * and neither its protections nor a single-stepped access are pinguard's to change. Nor is memory
+ * the registration-time decision marked (PG_REGION_FLAG_NO_GUARD: pg_guard_decide.h). */
 static bool worth_guarding(uintptr_t lo, uintptr_t hi, pg_region_t *reg) {
   return pg_guard_enabled() && hi - lo >= page_size && pg_region_find((const void *)lo, reg) &&
-         reg->size >= min_bytes && !pg_pin_is_iomemory(reg->how, reg->flags);
+         reg->size >= min_bytes && !pg_pin_is_iomemory(reg->how, reg->flags) &&
+         !(reg->flags & PG_REGION_FLAG_NO_GUARD);
 }
 
 bool pg_guard_on_begin(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, void *ctx) {

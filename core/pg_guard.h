@@ -101,6 +101,9 @@ pg_guard_kind_t pg_guard_kind_of(pg_pin_how_t how, unsigned region_flags);
  * pages hold besides the region belong to no other object (the header and tail of a large
  * malloc block, which glibc maps on its own), so those pages may be guarded too. */
 #define PG_REGION_FLAG_OWNS_EDGES 0x40000000u
+/* Decided at registration (pg_guard_decide.h): this memory is never guarded (private memory on a
+ * kernel whose protection round trip copies pages, hugetlb memory). */
+#define PG_REGION_FLAG_NO_GUARD 0x20000000u
 
 /* Fork child: the child inherits the protections but no GPU work; make every page accessible. */
 void pg_guard_atfork_prepare(void);

@@ -69,3 +69,16 @@ pg_e2e_case(safe.flag_wait.enforce safe_flag_wait MODE enforce EXPECT wait-timeo
 pg_e2e_case(safe.flag_wait.audit safe_flag_wait MODE audit
             EXPECT cpu-write-during-device-access STDOUT "^kernel finished"
             ENV "PG_EXTRA_OPTIONS=guard=1")
+
+# The guard decision per range: with a faked affected kernel, registered private memory is not
+# guarded (one warning), MAP_SHARED memory is; on this kernel both are.
+pg_e2e_program(safe_cow_decision)
+pg_safe_case(cow_decision.affected safe_cow_decision
+             OPTIONS "mode=audit:guard=1:exitcode=0:kernel_release=5.15.0-91-generic"
+             CHECK --stdout "after the sync 0x5a 0x5a" --count "ERROR: cpu-read-during-device-write" 1
+                   --stderr "in read_shared" --no-stderr "in read_private"
+                   --stderr "Linux 5.15.0-91-generic: cudaHostRegister'ed private memory")
+pg_safe_case(cow_decision.fixed_kernel safe_cow_decision
+             OPTIONS "mode=audit:guard=1:exitcode=0:kernel_release=6.8.0"
+             CHECK --stdout "after the sync 0x5a 0x5a" --count "ERROR: cpu-read-during-device-write" 2
+                   --no-stderr "private memory")
