@@ -82,3 +82,12 @@ pg_safe_case(cow_decision.fixed_kernel safe_cow_decision
              OPTIONS "mode=audit:guard=1:exitcode=0:kernel_release=6.8.0"
              CHECK --stdout "after the sync 0x5a 0x5a" --count "ERROR: cpu-read-during-device-write" 2
                    --no-stderr "private memory")
+
+# hugetlb: never guarded (one warning), never an EINVAL, and guarding of other private memory
+# goes on (safe_hugetlb.c). Skipped where no huge page can be mapped (as root: vm.nr_hugepages).
+pg_e2e_program(safe_hugetlb)
+pg_safe_case(hugetlb safe_hugetlb OPTIONS "mode=audit:guard=1:exitcode=0"
+             CHECK --stdout "after the syncs 0x5a 0x5a" --stderr "hugetlb memory is not guarded"
+                   --no-stderr "mprotect fails|Invalid argument|in read_huge"
+                   --count "ERROR: cpu-read-during-device-write" 1)
+set_tests_properties(e2e.safe.hugetlb PROPERTIES SKIP_RETURN_CODE 77)
