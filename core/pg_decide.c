@@ -256,6 +256,7 @@ bool pg_decide_start(const pg_devops_t *ops) {
   if (pg_policy_guard()) {
     void *warm[4];
     backtrace(warm, 4); /* loads the unwinder now, never in the fault handler */
+    pg_guard_set_map_budget((size_t)pg_policy_options()->guard_map_budget);
     pg_guard_enable((size_t)pg_policy_options()->guard_min_bytes,
                     pg_policy_options()->guard_shared_edges);
   }

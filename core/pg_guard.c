@@ -21,12 +21,15 @@
  * (pg_guard_step_begin), the CPU single-steps it, and the trap closes the page again
  * (pg_guard_step_end). */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pg_guard.h"
@@ -106,8 +109,11 @@ __attribute__((constructor)) static void guard_setup(void) {
   page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
 }
 
+static void budget_start(void);
+
 void pg_guard_enable(size_t min, bool guard_shared_edges) {
   min_bytes = min;
+  budget_start();
   atomic_store(&shared_edges, guard_shared_edges);
   atomic_store(&enabled, true);
   pg_tracker_set_hooks(pg_guard_on_begin, pg_guard_on_retire, NULL);
@@ -120,6 +126,93 @@ pg_guard_kind_t pg_guard_kind_of(pg_pin_how_t how, unsigned region_flags) {
     return (region_flags & PG_REGION_FLAG_SHARED) ? PG_GUARD_REGISTERED_SHARED
                                                   : PG_GUARD_REGISTERED_ANON;
   return PG_GUARD_HOST_ALLOC;
+}
+
+/* ---- the mapping budget -------------------------------------------------------------------- */
+/* Each protecting mprotect of a run inside a mapping may split it in three: two more mappings,
+ * and the driver's mappings never merge again. The count is an estimate from the mprotect calls
+ * (an upper bound), corrected by counting the lines of /proc/self/maps when it reaches a limit
+ * (at most every 100 ms: with 65,530 mappings a count takes milliseconds). */
+#define MEASURE_EVERY_NS 100000000ull
+static size_t map_budget;                /* guard_map_budget; 0: none */
+static long map_limit;                   /* max_map_count less its margin */
+static long maps_at_start = -1;          /* when guards started */
+static atomic_long maps_measured;        /* at the last count */
+static atomic_long protects_since;       /* protecting mprotects since that count */
+static _Atomic uint64_t measured_at_ns;
+static atomic_bool warned_budget;
+
+static long read_long_file(const char *path) {
+  char buf[32];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  return strtol(buf, NULL, 10);
+}
+
+/* The process's mappings now: the lines of /proc/self/maps (raw reads: read(2) is interposed). */
+static long count_maps(void) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[8192];
+  long lines = 0, n;
+  while ((n = syscall(SYS_read, fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    for (long i = 0; i < n; i++) lines += buf[i] == '\n';
+  close(fd);
+  return lines;
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void pg_guard_set_map_budget(size_t budget) { map_budget = budget; }
+
+static void budget_start(void) {
+  long max = read_long_file("/proc/sys/vm/max_map_count");
+  if (max <= 0) max = 65530;
+  long margin = max / 8 > 256 ? max / 8 : 256;
+  map_limit = max - margin;
+  maps_at_start = count_maps();
+  atomic_store(&maps_measured, maps_at_start);
+  atomic_store(&measured_at_ns, now_ns());
+}
+
+static bool within(long total) {
+  if (total + 2 > map_limit) return false;
+  return !map_budget || maps_at_start < 0 || total + 2 - maps_at_start <= (long)map_budget;
+}
+
+/* Whether one more guard fits; counts and warns when it does not. */
+static bool budget_allows(void) {
+  long est = atomic_load_explicit(&maps_measured, memory_order_relaxed) +
+             2 * atomic_load_explicit(&protects_since, memory_order_relaxed);
+  if (within(est)) return true;
+  uint64_t t = now_ns(), last = atomic_load_explicit(&measured_at_ns, memory_order_relaxed);
+  if (t - last >= MEASURE_EVERY_NS &&
+      atomic_compare_exchange_strong(&measured_at_ns, &last, t)) {
+    long n = count_maps();
+    if (n >= 0) {
+      atomic_store_explicit(&protects_since, 0, memory_order_relaxed);
+      atomic_store_explicit(&maps_measured, n, memory_order_relaxed);
+      if (within(n)) return true;
+    }
+  }
+  pg_stat_inc(PG_STAT_GUARD_SKIPPED_MAPS);
+  if (!atomic_exchange(&warned_budget, true)) {
+    char line[300];
+    int k = snprintf(line, sizeof line,
+                     "pinguard: WARNING: guard pages reached the mapping budget (%s); new guards "
+                     "are skipped and counted (guard_skipped_maps), every other check goes on\n",
+                     map_budget ? "guard_map_budget" : "an eighth of vm.max_map_count kept free");
+    pg_write_all(STDERR_FILENO, line, (size_t)k);
+  }
+  return false;
 }
 
 /* ---- granules ------------------------------------------------------------------------------ */
@@ -221,8 +314,12 @@ static void apply(granule_t *g, size_t first, size_t last) {
     memcpy(&before[i], &g->prot[i], j - i); /* under the stripe lock: no writer races */
     if (want != PROT_STATE_RW) set_prot(g, i, j, want);
     if (mprotect((void *)(base + i * page_size), (j - i) * page_size, prot_bits(want)) == 0) {
-      if (want == PROT_STATE_RW) set_prot(g, i, j, want);
-      else pg_stat_inc(PG_STAT_GUARD_PROTECTS);
+      if (want == PROT_STATE_RW) {
+        set_prot(g, i, j, want);
+      } else {
+        pg_stat_inc(PG_STAT_GUARD_PROTECTS);
+        atomic_fetch_add_explicit(&protects_since, 1, memory_order_relaxed);
+      }
     } else if (want != PROT_STATE_RW) {
       for (size_t k = i; k < j; k++) __atomic_store_n(&g->prot[k], before[k], __ATOMIC_RELEASE);
     }
@@ -337,7 +434,8 @@ static bool worth_guarding(uintptr_t lo, uintptr_t hi, pg_region_t *reg) {
 bool pg_guard_on_begin(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, void *ctx) {
   (void)ctx;
   pg_region_t reg;
-  if (!worth_guarding(*lo, *hi, &reg) || !kind_usable(&reg, *lo, *hi)) return false;
+  if (!worth_guarding(*lo, *hi, &reg) || !kind_usable(&reg, *lo, *hi) || !budget_allows())
+    return false;
   /* Partial pages are guarded only at the edges of a region: always when the region owns them
    * (PG_REGION_FLAG_OWNS_EDGES: there the other bytes are nobody's data), and for a registered
    * buffer that shares them with other heap data when guard_shared_edges is set (the other bytes'

@@ -23,6 +23,12 @@ typedef enum pg_guard_kind {
 /* Turns guarding on for buffers of at least min_bytes (and, with shared_edges, on the partial
  * edge pages registered buffers share with other heap data). Installs the tracker hooks. */
 void pg_guard_enable(size_t min_bytes, bool shared_edges);
+
+/* The mapping budget: guards may add at most `budget` mappings to those the process had when
+ * they started (0: no such limit), and never bring it within an eighth of vm.max_map_count.
+ * Past either, new guards are skipped (PG_STAT_GUARD_SKIPPED_MAPS, one warning). Call before
+ * pg_guard_enable. */
+void pg_guard_set_map_budget(size_t budget);
 bool pg_guard_enabled(void);
 
 /* Tracker hooks: an access piece [lo, hi) began (true: its pages are counted) / retired. */

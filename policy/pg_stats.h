@@ -21,7 +21,8 @@
   X(CAPTURE_SKIPS, "capture_skips", "waits skipped because the stream was capturing")     \
   X(GUARD_PROTECTS, "guard_protects", "guard-page protections applied")                   \
   X(GUARD_FAULTS, "guard_faults", "CPU accesses caught by guard pages")                  \
-  X(GUARD_UNCHECKED, "guard_unchecked", "guard faults let through unchecked (a signal handler interrupted pinguard)")
+  X(GUARD_UNCHECKED, "guard_unchecked", "guard faults let through unchecked (a signal handler interrupted pinguard)") \
+  X(GUARD_SKIPPED_MAPS, "guard_skipped_maps", "guards skipped to stay within the mapping budget")
 
 typedef enum pg_stat {
 #define PG_STAT_ENUM(id, name, desc) PG_STAT_##id,
