@@ -165,7 +165,7 @@ static size_t run_probe(const probe_t *q, pg_access_t *out, size_t cap) {
 
 /* Waits for access a, started at t0 (pg_clock_ns), for at most max_wait_ms from t0 (0: no
  * limit, the blocking synchronize). A bounded wait polls the access's event, sleeping 20 us
- * doubling to 1 ms between polls (nanosleep: safe in the fault handler). True once it completed
+ * doubling to 320 us between polls (nanosleep: safe in the fault handler). True once it completed
  * (or its event failed: nothing is left to wait for); false at the deadline. */
 static bool wait_bounded(const pg_access_t *a, uint64_t t0) {
   uint64_t limit_ms = pg_policy_options()->max_wait_ms;
@@ -183,7 +183,7 @@ static bool wait_bounded(const pg_access_t *a, uint64_t t0) {
     uint64_t left = deadline - now;
     struct timespec ts = {0, (long)(left < (uint64_t)nap_ns ? left : (uint64_t)nap_ns)};
     nanosleep(&ts, NULL);
-    if (nap_ns < 1000000) nap_ns *= 2;
+    if (nap_ns < 320000) nap_ns *= 2;
   }
   pg_access_wait(a); /* complete: returns at once, and retires it */
   return true;

@@ -64,6 +64,7 @@ typedef struct granule {
    * this granule's stripe lock): pg_guard_open_unlocked mprotects the page and sets this; the
    * next locked pass folds it into `released` (fold_unlocked). Atomic accesses only. */
   uint8_t open_unlocked[GRANULE_PAGES];
+  uint8_t never[GRANULE_PAGES]; /* a flag protocol's page (pg_guard_never): never protected */
 } granule_t;
 
 typedef struct stripe {
@@ -273,7 +274,7 @@ static void fold_unlocked(granule_t *g, size_t i) {
 }
 
 static int desired(const granule_t *g, size_t i) {
-  if (g->released[i] || g->stepping[i]) return PROT_STATE_RW;
+  if (g->released[i] || g->stepping[i] || g->never[i]) return PROT_STATE_RW;
   if (g->writes[i]) return PROT_STATE_NONE;
   if (g->reads[i]) return PROT_STATE_READ;
   return PROT_STATE_RW;
@@ -617,12 +618,26 @@ void pg_guard_spare_neighbour(const void *p, size_t n, bool kernel_writes) {
       pg_guard_release_denying(pages[k], pages[k] + page_size, kernel_writes);
 }
 
+static void never_piece(granule_t *g, size_t first, size_t last, void *arg) {
+  (void)arg;
+  memset(&g->never[first], 1, last - first);
+  apply(g, first, last);
+}
+
+void pg_guard_never(const void *p, size_t n) {
+  if (!pg_guard_enabled() || !n) return;
+  uintptr_t lo = (uintptr_t)p & ~(page_size - 1);
+  uintptr_t hi = ((uintptr_t)p + n + page_size - 1) & ~(page_size - 1);
+  for_pages(lo, hi, true, never_piece, NULL);
+}
+
 /* ---- unpinning and fork -------------------------------------------------------------------- */
 static void forget_piece(granule_t *g, size_t first, size_t last, void *arg) {
   bool unmapped = *(const bool *)arg;
   for (size_t i = first; i < last; i++) {
     g->reads[i] = g->writes[i] = 0;
     g->released[i] = 0;
+    g->never[i] = 0;
   }
   if (unmapped)
     set_prot(g, first, last, PROT_STATE_RW); /* the mapping is gone with its bits */

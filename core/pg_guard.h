@@ -111,6 +111,11 @@ pg_guard_kind_t pg_guard_kind_of(pg_pin_how_t how, unsigned region_flags);
  * kernel whose protection round trip copies pages, hugetlb memory). */
 #define PG_REGION_FLAG_NO_GUARD 0x20000000u
 
+/* The words [p, p+n) are a flag protocol's (a stream memory operation names them: the device
+ * writes or waits on them while the CPU polls or sets them): the pages holding them are never
+ * protected again, and opened now if they are (until their region is forgotten). */
+void pg_guard_never(const void *p, size_t n);
+
 /* Fork child: the child inherits the protections but no GPU work; make every page accessible. */
 void pg_guard_atfork_prepare(void);
 void pg_guard_atfork_parent(void);

@@ -103,3 +103,17 @@ pg_safe_case(map_budget safe_map_budget
              CHECK --stdout "mappings added by the burst: ([0-9]|[1-3][0-9]|4[0-4])$"
                    --stdout "own mmaps: 100 of 100"
                    --stderr "guard_skipped_maps: 1[89][0-9] " --count "reached the mapping budget" 1)
+
+# Stream memory operations: their flag words are never guarded (safe_stream_memops.c). "wait":
+# the CPU's store that releases a cuStreamWaitValue32 goes through, in both modes, with no report;
+# "counter": a DeepEP-shaped loop (a kernel, then cuStreamWriteValue32 bumping a counter the CPU
+# polls, then the CPU reads the data): no false positive.
+pg_e2e_program(safe_stream_memops)
+target_link_libraries(e2e_safe_stream_memops PRIVATE simcuda_driver)
+foreach(mode audit enforce)
+  pg_e2e_case(safe.stream_memops.wait.${mode} safe_stream_memops MODE ${mode} EXPECT none
+              STDOUT "^copy ran after the flag" ARGS wait
+              ENV "PG_EXTRA_OPTIONS=guard=1" SIMCUDA_WAIT_VALUE_MAX_S=20)
+  pg_e2e_case(safe.stream_memops.counter.${mode} safe_stream_memops MODE ${mode} EXPECT none
+              STDOUT "^counter loop done" ARGS counter ENV "PG_EXTRA_OPTIONS=guard=1")
+endforeach()
