@@ -13,6 +13,11 @@
 #   micro.md           bench_copy built against the real libcudart: ns per cudaMemcpyAsync
 #                      with and without pinguard (bench/report.py's tables)
 #   engine.md          kvxfer store+retrieve throughput ratios (bench/report.py's engine table)
+#   host_probe.jsonl   bench/gpu/host_probe.c: per kind of pinned memory (cudaHostAlloc,
+#                      malloc, MAP_SHARED and MAP_HUGETLB registered), the maps flags, whether
+#                      mprotect works, whether DMA proceeds under PROT_NONE, the copy-on-write
+#                      check, mappings added per guard, what a fork child inherits; the cost of
+#                      a protect/unprotect pair with 1, 8 and 32 busy threads
 #   summary.txt        one line per step: ok / failed / skipped, and the key outcomes
 # Steps run in order of importance and are skipped once the time budget is spent.
 # Needs: cmake, gcc, nvcc (sm_90), python3 with torch; uthash.h (set UTHASH_INCLUDE_DIR if it is
@@ -69,6 +74,10 @@ if step build 60; then
       nvcc -arch=sm_90 -shared -Xcompiler -fPIC -cudart shared -I"$root/tests/torch" \
         -o "$out/libpgkv.so" "$root/tests/torch/pgkv_kernels.cu" "$root/tests/torch/pgkv_api.c" &&
       gcc -O2 -std=gnu11 -D_GNU_SOURCE -I"$(dirname "$(command -v nvcc)")/../include" \
+        "$here/gpu/host_probe.c" -o "$out/host_probe" \
+        -L"$(dirname "$(command -v nvcc)")/../lib64" -lcudart -lpthread \
+        -Wl,-rpath,"$(dirname "$(command -v nvcc)")/../lib64" &&
+      gcc -O2 -std=gnu11 -D_GNU_SOURCE -I"$(dirname "$(command -v nvcc)")/../include" \
         "$here/bench_copy.c" -o "$out/bench_copy" \
         -L"$(dirname "$(command -v nvcc)")/../lib64" -lcudart -lpthread \
         -Wl,-rpath,"$(dirname "$(command -v nvcc)")/../lib64"
@@ -121,6 +130,19 @@ if [ -e "$out/guard_check" ] && step guard_check 30; then
   waited=$(grep '"mode":"enforce"' "$out/guard_check.jsonl" | grep -c '"waited":true')
   warn=$(grep -c 'mprotect fails' "$out"/logs/guard_check.*.err | awk -F: '{s+=$2} END {print s+0}')
   note "guard_check: enforce waited in $waited of 6 cases; mprotect warnings: $warn"
+fi
+
+# ---- 2b. the host under guard pages (no pinguard: what a guard would do, done by hand) ---------
+# As root, reserve two huge pages for the MAP_HUGETLB case if none are free (put back after).
+if [ -e "$out/host_probe" ] && step host_probe 30; then
+  hp_before=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo)
+  if [ -w /proc/sys/vm/nr_hugepages ] && [ "$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)" = 0 ]; then
+    echo $((hp_before + 2)) >/proc/sys/vm/nr_hugepages
+  fi
+  timeout 240 "$out/host_probe" >"$out/host_probe.jsonl" 2>"$out/logs/host_probe.err"
+  rc=$?
+  [ -n "$hp_before" ] && [ -w /proc/sys/vm/nr_hugepages ] && echo "$hp_before" >/proc/sys/vm/nr_hugepages
+  note "host_probe: exit $rc; cow: $(grep -o '"kind":"[a-z]*"\|"cow":"[a-z-]*"' "$out/host_probe.jsonl" | tr '\n' ' ')"
 fi
 
 # ---- 3. the bug matrix on real CUDA ------------------------------------------------------------

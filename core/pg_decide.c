@@ -14,10 +14,12 @@
 #include "pg_decide.h"
 #include "pg_capture.h"
 #include "pg_guard.h"
+#include "pg_guard_decide.h"
 #include "pg_policy.h"
 #include "pg_procmaps.h"
 #include "pg_pystack.h"
 #include "pg_report.h"
+#include "pg_tls.h"
 
 static pg_devops_t dev; /* the API layer's GPU operations */
 
@@ -43,11 +45,19 @@ static bool may_wait(void) { return atomic_load_explicit(&active_captures, memor
 /* Per-thread cache of pages known not to be pinned host memory (pageable or device). Regions are
  * always looked up first, so memory pinned later through a call we see is never misclassified;
  * only memory pinned behind our back after a negative answer is (documented in the README). */
-#define NEG_CACHE 256
-static __thread uintptr_t neg_cache[NEG_CACHE];
+#define NEG_CACHE 256 /* in a per-thread block mapped on first use (pg_tls.h); none: no cache */
+static uintptr_t *neg_cache(void) {
+  return pg_tls_get(PG_TLS_NEG_CACHE, NEG_CACHE * sizeof(uintptr_t));
+}
 
-static bool neg_cached(uintptr_t page) { return neg_cache[page % NEG_CACHE] == page + 1; }
-static void neg_remember(uintptr_t page) { neg_cache[page % NEG_CACHE] = page + 1; }
+static bool neg_cached(uintptr_t page) {
+  uintptr_t *c = neg_cache();
+  return c && c[page % NEG_CACHE] == page + 1;
+}
+static void neg_remember(uintptr_t page) {
+  uintptr_t *c = neg_cache();
+  if (c) c[page % NEG_CACHE] = page + 1;
+}
 
 /* True when [p, p+n), in no region the tracker knows, is pinned host memory all the same:
  * memory pinned before pinguard saw it (or through a path it cannot see), from the runtime's
@@ -164,22 +174,50 @@ static bool any_running(const pg_access_t *found, size_t have) {
   return false;
 }
 
+typedef enum wait_result { WAIT_DONE, WAIT_FAILED, WAIT_TIMED_OUT } wait_result_t;
+
+/* Waits for access a, started at t0 (pg_clock_ns), for at most max_wait_ms from t0 (0: no
+ * limit, the blocking synchronize). A bounded wait polls the access's event, sleeping 20 us
+ * doubling to 320 us between polls (nanosleep: safe in the fault handler). WAIT_FAILED: the
+ * event itself answered an error, so the access may still be running. */
+static wait_result_t wait_bounded(const pg_access_t *a, uint64_t t0) {
+  uint64_t limit_ms = pg_policy_options()->max_wait_ms;
+  if (!limit_ms) return pg_access_wait(a) ? WAIT_DONE : WAIT_FAILED;
+  uint64_t deadline = t0 + limit_ms * 1000000ull;
+  long nap_ns = 20000;
+  for (;;) {
+    pg_dev_result_t r = dev.event_query(a->event);
+    if (r == PG_DEV_OK) break;
+    if (r != PG_DEV_NOT_READY) return WAIT_FAILED;
+    uint64_t now = pg_clock_ns();
+    if (now >= deadline) return WAIT_TIMED_OUT;
+    uint64_t left = deadline - now;
+    struct timespec ts = {0, (long)(left < (uint64_t)nap_ns ? left : (uint64_t)nap_ns)};
+    nanosleep(&ts, NULL);
+    if (nap_ns < 320000) nap_ns *= 2;
+  }
+  pg_access_wait(a); /* complete: returns at once, and gives its event back */
+  return WAIT_DONE;
+}
+
 /* Enforce's wait: for every access of found[0, have) still running, then, while more were found
  * than found[] holds, for those still running among the rest (asked again; each round's accesses
- * have completed, so the rounds end). A wait that fails leaves its access running: nothing more
- * is asked, and *failed says so. Returns the time it took. */
-static uint64_t wait_running(const probe_t *q, pg_access_t *found, size_t have, size_t total,
-                             size_t cap, bool *failed) {
+ * have completed, so the rounds end). A wait that fails or times out leaves its access running:
+ * nothing more is asked. *waited: the time it took. */
+static wait_result_t wait_running(const probe_t *q, pg_access_t *found, size_t have,
+                                  size_t total, size_t cap, uint64_t *waited) {
   uint64_t t0 = pg_clock_ns();
-  for (size_t i = 0; i < have && !*failed; i++)
-    if (!found[i].completed) *failed |= !pg_access_wait(&found[i]);
-  for (size_t left = total; left > have && !*failed;) {
+  wait_result_t r = WAIT_DONE;
+  for (size_t i = 0; i < have && r == WAIT_DONE; i++)
+    if (!found[i].completed) r = wait_bounded(&found[i], t0);
+  for (size_t left = total; left > have && r == WAIT_DONE;) {
     left = pg_access_find_running((pg_query_kind_t)q->kind, q->p, q->n, q->dir, q->stream, found,
                                   cap);
     have = left < cap ? left : cap;
-    for (size_t i = 0; i < have && !*failed; i++) *failed |= !pg_access_wait(&found[i]);
+    for (size_t i = 0; i < have && r == WAIT_DONE; i++) r = wait_bounded(&found[i], t0);
   }
-  return pg_clock_ns() - t0;
+  *waited = pg_clock_ns() - t0;
+  return r;
 }
 
 /* The core decision. Finds the accesses `q` describes (into found[cap]): every access the host
@@ -219,12 +257,19 @@ static int settle(pg_report_kind_t kind, const probe_t *q, const char *access_wh
       pg_access_t first[PG_REPORT_MAX_GPU];
       size_t kept = have < PG_REPORT_MAX_GPU ? have : PG_REPORT_MAX_GPU;
       memcpy(first, found, kept * sizeof *first);
-      bool failed = false;
-      waited = wait_running(q, found, have, total, cap, &failed);
-      action = failed ? PG_ACTION_WAIT_FAILED : PG_ACTION_WAITED;
+      wait_result_t r = wait_running(q, found, have, total, cap, &waited);
+      action = r == WAIT_FAILED      ? PG_ACTION_WAIT_FAILED
+               : r == WAIT_TIMED_OUT ? PG_ACTION_WAIT_TIMED_OUT
+                                     : PG_ACTION_WAITED;
       pg_policy_note_wait(waited);
       memcpy(found, first, kept * sizeof *first);
       have = kept;
+      if (r == WAIT_TIMED_OUT) {
+        /* The access goes ahead unprevented: a silent wait (an annotation's) says so too. */
+        report(PG_KIND_WAIT_TIMEOUT, q->p, q->n, access_what, st, found, have, total, action,
+               waited, flags);
+        return (int)total;
+      }
     }
   }
   if (!silent) report(kind, q->p, q->n, access_what, st, found, have, total, action, waited, flags);
@@ -249,6 +294,7 @@ bool pg_decide_start(const pg_devops_t *ops) {
   if (pg_policy_guard()) {
     void *warm[4];
     backtrace(warm, 4); /* loads the unwinder now, never in the fault handler */
+    pg_guard_set_map_budget((size_t)pg_policy_options()->guard_map_budget);
     pg_guard_enable((size_t)pg_policy_options()->guard_min_bytes,
                     pg_policy_options()->guard_shared_edges);
   }
@@ -301,6 +347,12 @@ unsigned pg_decide_register_flags(const void *p, size_t n) {
   pg_mapping_t m;
   if (pg_maps_query(p, &m) <= 0) return 0;
   unsigned flags = m.shared ? PG_REGION_FLAG_SHARED : 0;
+  const char *release = pg_guard_kernel_release();
+  pg_guard_verdict_t verdict = pg_guard_verdict(&m, release);
+  if (verdict != PG_GUARD_YES) {
+    pg_guard_warn_verdict(verdict, release);
+    return flags | PG_REGION_FLAG_NO_GUARD;
+  }
   uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
   uintptr_t lo = (uintptr_t)p, hi = lo + n;
   uintptr_t hull_lo = lo & ~(page - 1), hull_hi = (hi + page - 1) & ~(page - 1);
@@ -578,11 +630,18 @@ __attribute__((no_sanitize_address)) void pg_decide_fault_stack(pg_stack_t *out,
  * would then fail with EFAULT). Should the slots run out, the last one grows to cover the rest:
  * every page the host function opened is protected again. */
 #define HOSTFN_OPEN_MAX 16
-static __thread struct { uintptr_t lo, hi; } hostfn_open[HOSTFN_OPEN_MAX];
+typedef struct hostfn_range { uintptr_t lo, hi; } hostfn_range_t;
 static __thread unsigned hostfn_nopen;
+/* The ranges live in a per-thread block mapped on first use (pg_tls.h). Without one, the
+ * host function's opened pages stay open until their accesses retire (fewer checks, no harm). */
+static hostfn_range_t *hostfn_ranges(void) {
+  return pg_tls_get(PG_TLS_HOSTFN_OPEN, HOSTFN_OPEN_MAX * sizeof(hostfn_range_t));
+}
 
 static void note_opened(uintptr_t lo, uintptr_t hi) {
   if (!pg_hb_in_hostfn()) return;
+  hostfn_range_t *hostfn_open = hostfn_ranges();
+  if (!hostfn_open) return;
   for (unsigned i = 0; i < hostfn_nopen; i++) {
     if (lo <= hostfn_open[i].hi && hi >= hostfn_open[i].lo) { /* touches: merge */
       if (lo < hostfn_open[i].lo) hostfn_open[i].lo = lo;
@@ -615,7 +674,9 @@ void pg_decide_hostfn_enter(const pg_hostfn_pos_t *pos) {
 
 void pg_decide_hostfn_leave(void) {
   pg_hb_hostfn_leave();
-  for (unsigned i = 0; i < hostfn_nopen; i++) pg_guard_rearm(hostfn_open[i].lo, hostfn_open[i].hi);
+  const hostfn_range_t *hostfn_open = pg_tls_peek(PG_TLS_HOSTFN_OPEN);
+  for (unsigned i = 0; hostfn_open && i < hostfn_nopen; i++)
+    pg_guard_rearm(hostfn_open[i].lo, hostfn_open[i].hi);
   hostfn_nopen = 0;
 }
 

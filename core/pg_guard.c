@@ -21,12 +21,15 @@
  * (pg_guard_step_begin), the CPU single-steps it, and the trap closes the page again
  * (pg_guard_step_end). */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pg_guard.h"
@@ -37,7 +40,9 @@
 #define GRANULE_PAGES 512
 #define STRIPES 16 /* all are held across fork(); ThreadSanitizer tracks at most 64 held locks */
 
-enum { PROT_STATE_RW = 0, PROT_STATE_READ = 1, PROT_STATE_NONE = 2 };
+/* PROT_STATE_UNKNOWN: the page's real protection may differ from what this file recorded (a
+ * lock-free open raced a locked pass): the next apply() sets it again, whatever it wants. */
+enum { PROT_STATE_RW = 0, PROT_STATE_READ = 1, PROT_STATE_NONE = 2, PROT_STATE_UNKNOWN = 3 };
 
 typedef struct granule {
   uintptr_t index;                 /* address / (page size * GRANULE_PAGES): the table key */
@@ -54,6 +59,12 @@ typedef struct granule {
    * under the stripe lock, read without it by pg_guard_claims (hence the atomic accesses). */
   uint8_t prot[GRANULE_PAGES];
   uint8_t ever[GRANULE_PAGES];
+  /* Opened without the stripe lock by a fault that interrupted pinguard itself (a program's
+   * signal handler touching a guarded page while its thread was inside pinguard, which may hold
+   * this granule's stripe lock): pg_guard_open_unlocked mprotects the page and sets this; the
+   * next locked pass folds it into `released` (fold_unlocked). Atomic accesses only. */
+  uint8_t open_unlocked[GRANULE_PAGES];
+  uint8_t never[GRANULE_PAGES]; /* a flag protocol's page (pg_guard_never): never protected */
 } granule_t;
 
 typedef struct stripe {
@@ -61,6 +72,19 @@ typedef struct stripe {
 } stripe_t;
 
 static stripe_t stripes[STRIPES];
+
+/* Set while this thread holds a stripe lock or the probe lock: a fault taken then (in a signal
+ * handler of the program's) must not take them again (pg_guard_thread_busy). */
+static __thread uint8_t t_busy;
+static void stripe_lock(stripe_t *st) {
+  t_busy++;
+  pthread_mutex_lock(&st->mu);
+}
+static void stripe_unlock(stripe_t *st) {
+  pthread_mutex_unlock(&st->mu);
+  t_busy--;
+}
+bool pg_guard_thread_busy(void) { return __atomic_load_n(&t_busy, __ATOMIC_RELAXED) != 0; }
 
 /* Every granule ever created, by index: linear probing, insert-only (a granule lives for the
  * process), so a reader needs no lock. 2^16 granules of 2 MiB cover 128 GiB of guarded memory;
@@ -86,8 +110,11 @@ __attribute__((constructor)) static void guard_setup(void) {
   page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
 }
 
+static void budget_start(void);
+
 void pg_guard_enable(size_t min, bool guard_shared_edges) {
   min_bytes = min;
+  budget_start();
   atomic_store(&shared_edges, guard_shared_edges);
   atomic_store(&enabled, true);
   pg_tracker_set_hooks(pg_guard_on_begin, pg_guard_on_retire, NULL);
@@ -100,6 +127,93 @@ pg_guard_kind_t pg_guard_kind_of(pg_pin_how_t how, unsigned region_flags) {
     return (region_flags & PG_REGION_FLAG_SHARED) ? PG_GUARD_REGISTERED_SHARED
                                                   : PG_GUARD_REGISTERED_ANON;
   return PG_GUARD_HOST_ALLOC;
+}
+
+/* ---- the mapping budget -------------------------------------------------------------------- */
+/* Each protecting mprotect of a run inside a mapping may split it in three: two more mappings,
+ * and the driver's mappings never merge again. The count is an estimate from the mprotect calls
+ * (an upper bound), corrected by counting the lines of /proc/self/maps when it reaches a limit
+ * (at most every 100 ms: with 65,530 mappings a count takes milliseconds). */
+#define MEASURE_EVERY_NS 100000000ull
+static size_t map_budget;                /* guard_map_budget; 0: none */
+static long map_limit;                   /* max_map_count less its margin */
+static long maps_at_start = -1;          /* when guards started */
+static atomic_long maps_measured;        /* at the last count */
+static atomic_long protects_since;       /* protecting mprotects since that count */
+static _Atomic uint64_t measured_at_ns;
+static atomic_bool warned_budget;
+
+static long read_long_file(const char *path) {
+  char buf[32];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  return strtol(buf, NULL, 10);
+}
+
+/* The process's mappings now: the lines of /proc/self/maps (raw reads: read(2) is interposed). */
+static long count_maps(void) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[8192];
+  long lines = 0, n;
+  while ((n = syscall(SYS_read, fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    for (long i = 0; i < n; i++) lines += buf[i] == '\n';
+  close(fd);
+  return lines;
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void pg_guard_set_map_budget(size_t budget) { map_budget = budget; }
+
+static void budget_start(void) {
+  long max = read_long_file("/proc/sys/vm/max_map_count");
+  if (max <= 0) max = 65530;
+  long margin = max / 8 > 256 ? max / 8 : 256;
+  map_limit = max - margin;
+  maps_at_start = count_maps();
+  atomic_store(&maps_measured, maps_at_start);
+  atomic_store(&measured_at_ns, now_ns());
+}
+
+static bool within(long total) {
+  if (total + 2 > map_limit) return false;
+  return !map_budget || maps_at_start < 0 || total + 2 - maps_at_start <= (long)map_budget;
+}
+
+/* Whether one more guard fits; counts and warns when it does not. */
+static bool budget_allows(void) {
+  long est = atomic_load_explicit(&maps_measured, memory_order_relaxed) +
+             2 * atomic_load_explicit(&protects_since, memory_order_relaxed);
+  if (within(est)) return true;
+  uint64_t t = now_ns(), last = atomic_load_explicit(&measured_at_ns, memory_order_relaxed);
+  if (t - last >= MEASURE_EVERY_NS &&
+      atomic_compare_exchange_strong(&measured_at_ns, &last, t)) {
+    long n = count_maps();
+    if (n >= 0) {
+      atomic_store_explicit(&protects_since, 0, memory_order_relaxed);
+      atomic_store_explicit(&maps_measured, n, memory_order_relaxed);
+      if (within(n)) return true;
+    }
+  }
+  pg_stat_inc(PG_STAT_GUARD_SKIPPED_MAPS);
+  if (!atomic_exchange(&warned_budget, true)) {
+    char line[300];
+    int k = snprintf(line, sizeof line,
+                     "pinguard: WARNING: guard pages reached the mapping budget (%s); new guards "
+                     "are skipped and counted (guard_skipped_maps), every other check goes on\n",
+                     map_budget ? "guard_map_budget" : "an eighth of vm.max_map_count kept free");
+    pg_write_all(STDERR_FILENO, line, (size_t)k);
+  }
+  return false;
 }
 
 /* ---- granules ------------------------------------------------------------------------------ */
@@ -148,8 +262,19 @@ static uint8_t prot_of(const granule_t *g, size_t i) {
   return __atomic_load_n(&g->prot[i], __ATOMIC_RELAXED);
 }
 
+/* Folds a lock-free open (pg_guard_open_unlocked) into the locked state: the page stays let
+ * through until its accesses retire, as after an audit report, and its recorded protection is
+ * unknown (the open's mprotect may have come before or after this file's last one). Stripe lock
+ * held. */
+static void fold_unlocked(granule_t *g, size_t i) {
+  if (!__atomic_load_n(&g->open_unlocked[i], __ATOMIC_ACQUIRE)) return;
+  __atomic_store_n(&g->open_unlocked[i], 0, __ATOMIC_RELAXED);
+  if (g->reads[i] || g->writes[i]) g->released[i] = 1;
+  __atomic_store_n(&g->prot[i], PROT_STATE_UNKNOWN, __ATOMIC_RELEASE);
+}
+
 static int desired(const granule_t *g, size_t i) {
-  if (g->released[i] || g->stepping[i]) return PROT_STATE_RW;
+  if (g->released[i] || g->stepping[i] || g->never[i]) return PROT_STATE_RW;
   if (g->writes[i]) return PROT_STATE_NONE;
   if (g->reads[i]) return PROT_STATE_READ;
   return PROT_STATE_RW;
@@ -176,6 +301,7 @@ static void set_prot(granule_t *g, size_t first, size_t last, int state) {
  * that need the same change. Stripe lock held. */
 static void apply(granule_t *g, size_t first, size_t last) {
   uintptr_t base = g->index * granule_bytes();
+  for (size_t k = first; k < last; k++) fold_unlocked(g, k);
   size_t i = first;
   while (i < last) {
     int want = desired(g, i);
@@ -189,8 +315,12 @@ static void apply(granule_t *g, size_t first, size_t last) {
     memcpy(&before[i], &g->prot[i], j - i); /* under the stripe lock: no writer races */
     if (want != PROT_STATE_RW) set_prot(g, i, j, want);
     if (mprotect((void *)(base + i * page_size), (j - i) * page_size, prot_bits(want)) == 0) {
-      if (want == PROT_STATE_RW) set_prot(g, i, j, want);
-      else pg_stat_inc(PG_STAT_GUARD_PROTECTS);
+      if (want == PROT_STATE_RW) {
+        set_prot(g, i, j, want);
+      } else {
+        pg_stat_inc(PG_STAT_GUARD_PROTECTS);
+        atomic_fetch_add_explicit(&protects_since, 1, memory_order_relaxed);
+      }
     } else if (want != PROT_STATE_RW) {
       for (size_t k = i; k < j; k++) __atomic_store_n(&g->prot[k], before[k], __ATOMIC_RELEASE);
     }
@@ -213,11 +343,11 @@ static void for_pages(uintptr_t lo, uintptr_t hi, bool create, piece_fn fn, void
     stripe_t *st = stripe_of(index);
     /* A new granule is allocated before the lock (see the top of the file). */
     granule_t *fresh = create && !granule_find(index) ? granule_alloc() : NULL;
-    pthread_mutex_lock(&st->mu);
+    stripe_lock(st);
     granule_t *g = granule_find(index);
     if (!g && create && (g = granule_create(index, fresh))) fresh = NULL;
     if (g) fn(g, (a - index * gb) / page_size, (end - index * gb) / page_size, arg);
-    pthread_mutex_unlock(&st->mu);
+    stripe_unlock(st);
     if (fresh) munmap(fresh, sizeof *fresh);
     a = end;
   }
@@ -232,6 +362,7 @@ static bool kind_usable(const pg_region_t *reg, uintptr_t lo, uintptr_t hi) {
   if (s) return s > 0;
   uintptr_t page = (lo + page_size - 1) & ~(page_size - 1);
   if (page + page_size > hi) return false; /* no whole page to try on: decide on a later access */
+  t_busy++;
   pthread_mutex_lock(&probe_lock);
   s = atomic_load(&kind_state[k]);
   if (!s) {
@@ -248,6 +379,7 @@ static bool kind_usable(const pg_region_t *reg, uintptr_t lo, uintptr_t hi) {
     atomic_store_explicit(&kind_state[k], s, memory_order_release);
   }
   pthread_mutex_unlock(&probe_lock);
+  t_busy--;
   return s > 0;
 }
 
@@ -261,6 +393,7 @@ static void count_piece(granule_t *g, size_t first, size_t last, void *arg) {
   const count_arg_t *c = arg;
   uint16_t *counts = pg_dir_may_write(c->dir) ? g->writes : g->reads;
   for (size_t i = first; i < last; i++) {
+    fold_unlocked(g, i); /* before `released` changes: a new access re-arms the page */
     if (c->delta > 0) {
       if (counts[i] < UINT16_MAX) counts[i]++;
       g->released[i] = 0; /* a new access re-arms a page that an earlier one let go */
@@ -291,16 +424,19 @@ static void edge_piece(granule_t *g, size_t first, size_t last, void *arg) {
 /* The size threshold applies to the pinned buffer, not to the access: an engine copying 4 KiB
  * pieces into a 512 KiB chunk still has every piece guarded. */
 /* I/O memory (a PCIe BAR mapped into the process) is never protected: its mapping is a device's,
- * and neither its protections nor a single-stepped access are pinguard's to change. */
+ * and neither its protections nor a single-stepped access are pinguard's to change. Nor is memory
+ * the registration-time decision marked (PG_REGION_FLAG_NO_GUARD: pg_guard_decide.h). */
 static bool worth_guarding(uintptr_t lo, uintptr_t hi, pg_region_t *reg) {
   return pg_guard_enabled() && hi - lo >= page_size && pg_region_find((const void *)lo, reg) &&
-         reg->size >= min_bytes && !pg_pin_is_iomemory(reg->how, reg->flags);
+         reg->size >= min_bytes && !pg_pin_is_iomemory(reg->how, reg->flags) &&
+         !(reg->flags & PG_REGION_FLAG_NO_GUARD);
 }
 
 bool pg_guard_on_begin(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, void *ctx) {
   (void)ctx;
   pg_region_t reg;
-  if (!worth_guarding(*lo, *hi, &reg) || !kind_usable(&reg, *lo, *hi)) return false;
+  if (!worth_guarding(*lo, *hi, &reg) || !kind_usable(&reg, *lo, *hi) || !budget_allows())
+    return false;
   /* Partial pages are guarded only at the edges of a region: always when the region owns them
    * (PG_REGION_FLAG_OWNS_EDGES: there the other bytes are nobody's data), and for a registered
    * buffer that shares them with other heap data when guard_shared_edges is set (the other bytes'
@@ -348,15 +484,28 @@ pg_guard_claim_t pg_guard_claims(uintptr_t addr) {
                                                         : PG_GUARD_NOT_OURS;
 }
 
+bool pg_guard_open_unlocked(uintptr_t addr) {
+  if (!pg_guard_enabled() || !page_size) return false;
+  granule_t *g = granule_find(addr / granule_bytes());
+  if (!g) return false;
+  size_t i = (addr % granule_bytes()) / page_size;
+  if (__atomic_load_n(&g->prot[i], __ATOMIC_ACQUIRE) == PROT_STATE_RW) return true; /* open */
+  __atomic_store_n(&g->open_unlocked[i], 1, __ATOMIC_RELEASE);
+  if (mprotect((void *)(addr & ~(page_size - 1)), page_size, PROT_READ | PROT_WRITE) != 0)
+    return false;
+  pg_stat_inc(PG_STAT_GUARD_UNCHECKED);
+  return true;
+}
+
 bool pg_guard_owns(uintptr_t addr) {
   if (!pg_guard_enabled()) return false;
   uintptr_t index = addr / granule_bytes();
   size_t i = (addr % granule_bytes()) / page_size;
   stripe_t *st = stripe_of(index);
-  pthread_mutex_lock(&st->mu);
+  stripe_lock(st);
   granule_t *g = granule_find(index);
   bool ours = g && (prot_of(g, i) != PROT_STATE_RW || g->reads[i] || g->writes[i]);
-  pthread_mutex_unlock(&st->mu);
+  stripe_unlock(st);
   return ours;
 }
 
@@ -365,10 +514,10 @@ bool pg_guard_page_allows(uintptr_t addr, bool is_write) {
   uintptr_t index = addr / granule_bytes();
   size_t i = (addr % granule_bytes()) / page_size;
   stripe_t *st = stripe_of(index);
-  pthread_mutex_lock(&st->mu);
+  stripe_lock(st);
   granule_t *g = granule_find(index);
   int prot = g ? prot_of(g, i) : PROT_STATE_RW;
-  pthread_mutex_unlock(&st->mu);
+  stripe_unlock(st);
   return prot == PROT_STATE_RW || (prot == PROT_STATE_READ && !is_write);
 }
 
@@ -469,12 +618,26 @@ void pg_guard_spare_neighbour(const void *p, size_t n, bool kernel_writes) {
       pg_guard_release_denying(pages[k], pages[k] + page_size, kernel_writes);
 }
 
+static void never_piece(granule_t *g, size_t first, size_t last, void *arg) {
+  (void)arg;
+  memset(&g->never[first], 1, last - first);
+  apply(g, first, last);
+}
+
+void pg_guard_never(const void *p, size_t n) {
+  if (!pg_guard_enabled() || !n) return;
+  uintptr_t lo = (uintptr_t)p & ~(page_size - 1);
+  uintptr_t hi = ((uintptr_t)p + n + page_size - 1) & ~(page_size - 1);
+  for_pages(lo, hi, true, never_piece, NULL);
+}
+
 /* ---- unpinning and fork -------------------------------------------------------------------- */
 static void forget_piece(granule_t *g, size_t first, size_t last, void *arg) {
   bool unmapped = *(const bool *)arg;
   for (size_t i = first; i < last; i++) {
     g->reads[i] = g->writes[i] = 0;
     g->released[i] = 0;
+    g->never[i] = 0;
   }
   if (unmapped)
     set_prot(g, first, last, PROT_STATE_RW); /* the mapping is gone with its bits */
@@ -505,7 +668,7 @@ void pg_guard_atfork_child(void) {
     memset(g->writes, 0, sizeof g->writes);
     memset(g->released, 0, sizeof g->released);
     memset(g->stepping, 0, sizeof g->stepping);
-    apply(g, 0, GRANULE_PAGES);
+    apply(g, 0, GRANULE_PAGES); /* folds the lock-free opens first */
   }
   for (int i = STRIPES - 1; i >= 0; i--) pthread_mutex_unlock(&stripes[i].mu);
 }

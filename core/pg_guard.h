@@ -23,6 +23,12 @@ typedef enum pg_guard_kind {
 /* Turns guarding on for buffers of at least min_bytes (and, with shared_edges, on the partial
  * edge pages registered buffers share with other heap data). Installs the tracker hooks. */
 void pg_guard_enable(size_t min_bytes, bool shared_edges);
+
+/* The mapping budget: guards may add at most `budget` mappings to those the process had when
+ * they started (0: no such limit), and never bring it within an eighth of vm.max_map_count.
+ * Past either, new guards are skipped (PG_STAT_GUARD_SKIPPED_MAPS, one warning). Call before
+ * pg_guard_enable. */
+void pg_guard_set_map_budget(size_t budget);
 bool pg_guard_enabled(void);
 
 /* Tracker hooks: an access piece [lo, hi) began (true: its pages are counted) / retired. */
@@ -39,6 +45,17 @@ typedef enum pg_guard_claim {
   PG_GUARD_WAS_PROTECTED,
 } pg_guard_claim_t;
 pg_guard_claim_t pg_guard_claims(uintptr_t addr);
+
+/* For a fault taken while its thread was inside pinguard (a program's signal handler that
+ * interrupted pinguard, which may hold any of its locks): opens the page holding addr with no
+ * lock, until the accesses guarding it retire, and counts it (PG_STAT_GUARD_UNCHECKED). The
+ * access goes unchecked; the retried instruction succeeds. False if the page is not one
+ * pinguard recorded or mprotect failed. */
+bool pg_guard_open_unlocked(uintptr_t addr);
+
+/* True while the calling thread holds one of this file's locks (a stripe or the probe lock),
+ * including outside pg_shim_enter (the system-call checks). */
+bool pg_guard_thread_busy(void);
 
 /* Is this page one pinguard may have protected (some access guards it, or it was released while
  * one still does)? Used by the fault handler to tell our faults from the program's own. */
@@ -93,6 +110,14 @@ pg_guard_kind_t pg_guard_kind_of(pg_pin_how_t how, unsigned region_flags);
 /* Pinned through the driver API (cuMemHostAlloc, cuMemAllocHost, cuMemHostRegister): reports
  * name those calls. */
 #define PG_REGION_FLAG_DRIVER 0x20000000u
+/* Decided at registration (pg_guard_decide.h): this memory is never guarded (private memory on a
+ * kernel whose protection round trip copies pages, hugetlb memory). */
+#define PG_REGION_FLAG_NO_GUARD 0x10000000u
+
+/* The words [p, p+n) are a flag protocol's (a stream memory operation names them: the device
+ * writes or waits on them while the CPU polls or sets them): the pages holding them are never
+ * protected again, and opened now if they are (until their region is forgotten). */
+void pg_guard_never(const void *p, size_t n);
 
 /* Fork child: the child inherits the protections but no GPU work; make every page accessible. */
 void pg_guard_atfork_prepare(void);

@@ -65,6 +65,29 @@ static int maps_fd(void) {
 }
 
 /* Parses "lo-hi perms" at the start of a maps line. */
+/* From the rest of a maps line ("perms offset dev inode name"): whether the inode is 0, and
+ * whether the name is hugetlb's (an anonymous huge page mapping, or a file on hugetlbfs, which
+ * the text does not tell apart from other files: those are taken as normal pages). */
+static void parse_rest(const char *l, const char *end, pg_mapping_t *m) {
+  int field = 0;
+  const char *inode = NULL, *name = NULL;
+  for (const char *c = l; c < end; c++) {
+    if (*c == ' ' && c + 1 < end && c[1] != ' ') {
+      field++;
+      if (field == 4) inode = c + 1;
+      if (field == 5) {
+        name = c + 1;
+        break;
+      }
+    }
+  }
+  m->anon = inode && *inode == '0' && (inode + 1 >= end || inode[1] == ' ');
+  m->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
+  static const char huge[] = "/anon_hugepage";
+  if (name && (size_t)(end - name) >= sizeof huge - 1 && !memcmp(name, huge, sizeof huge - 1))
+    m->page_size = 2u << 20; /* the default huge page size; the ioctl gives the real one */
+}
+
 static bool parse_line(const char *l, const char *end, uintptr_t *lo, uintptr_t *hi, char *share) {
   uintptr_t v[2] = {0, 0};
   int k = 0;
@@ -105,7 +128,8 @@ static int scan_query(const void *p, pg_mapping_t *out) {
       if (parse_line(line, nl, &lo, &hi, &share) && hi > a) {
         answer = 0;
         if (lo <= a) {
-          *out = (pg_mapping_t){lo, hi, share == 's'};
+          *out = (pg_mapping_t){lo, hi, share == 's', 0, 0};
+          parse_rest(line, nl, out);
           answer = 1;
         }
         done = true;
@@ -146,7 +170,8 @@ int pg_maps_query(const void *p, pg_mapping_t *out) {
       if (ioctl(fd, PG_PROCMAP_QUERY, &q) == 0) {
         atomic_fetch_add_explicit(&g_queries, 1, memory_order_relaxed);
         *out = (pg_mapping_t){(uintptr_t)q.vma_start, (uintptr_t)q.vma_end,
-                              (q.vma_flags & PG_PROCMAP_VMA_SHARED) != 0};
+                              (q.vma_flags & PG_PROCMAP_VMA_SHARED) != 0, q.inode == 0,
+                              q.vma_page_size};
         return 1;
       }
       if (errno == ENOENT) { /* no mapping covers p */

@@ -13,6 +13,8 @@ int pg_maps_is_shared(const void *p);
 typedef struct pg_mapping {
   uintptr_t lo, hi;
   int shared;
+  int anon;              /* no file behind it (inode 0), hugetlb's own files aside */
+  uint64_t page_size;    /* the mapping's page size: a huge page size for hugetlb */
 } pg_mapping_t;
 int pg_maps_query(const void *p, pg_mapping_t *out);
 

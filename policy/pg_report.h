@@ -23,7 +23,8 @@
   X(DEVICE_ACCESS_CONFLICT, "device-access-conflict", "new GPU access")  \
   X(RELEASE_DURING_DEVICE_ACCESS, "release-during-device-access", "release") \
   X(COMMIT_DURING_DEVICE_WRITE, "commit-during-device-write", "commit") \
-  X(WAIT_DURING_CAPTURE, "wait-during-capture", "call")
+  X(WAIT_DURING_CAPTURE, "wait-during-capture", "call")                \
+  X(WAIT_TIMEOUT, "wait-timeout", "access")
 
 typedef enum pg_report_kind {
 #define PG_KIND_ENUM(id, name, verb) PG_KIND_##id,
@@ -73,6 +74,7 @@ typedef enum pg_action {
                               * it): no wait was needed, so the violation was prevented */
   PG_ACTION_WAIT_FAILED,     /* enforce waited, but a wait itself failed (the event synchronize
                               * returned an error): the violation was not prevented */
+  PG_ACTION_WAIT_TIMED_OUT,     /* enforce waited max_wait_ms, then let the access go */
 } pg_action_t;
 
 /* Most in-flight accesses printed per report; the rest are counted ("and N more"). */

@@ -218,6 +218,13 @@ static void put_action_text(pg_buf_t *b, const pg_report_t *r) {
       pg_buf_puts(b, verb);
       pg_buf_puts(b, " went ahead unprevented\n");
       break;
+    case PG_ACTION_WAIT_TIMED_OUT:
+      pg_buf_puts(b, "  enforce: waited ");
+      pg_buf_duration(b, r->waited_ns);
+      pg_buf_puts(b, " (max_wait_ms) and the GPU work had not finished; the ");
+      pg_buf_puts(b, verb);
+      pg_buf_puts(b, " went ahead\n");
+      break;
   }
 }
 
@@ -448,6 +455,7 @@ static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
                      : r->action == PG_ACTION_NOT_WAITED_HOSTFN  ? "not-waited-host-function"
                      : r->action == PG_ACTION_COMPLETED          ? "completed"
                      : r->action == PG_ACTION_WAIT_FAILED        ? "wait-failed"
+                     : r->action == PG_ACTION_WAIT_TIMED_OUT     ? "wait-timed-out"
                                                                  : "none");
   json_next_key(b, "waited_ms");
   pg_buf_ms_number(b, r->waited_ns);

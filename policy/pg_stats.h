@@ -22,7 +22,9 @@
   X(GUARD_PROTECTS, "guard_protects", "guard-page protections applied")                   \
   X(GUARD_FAULTS, "guard_faults", "CPU accesses caught by guard pages")                   \
   X(ACCESSES_EVICTED, "accesses_evicted", "completed, never-ordered GPU accesses dropped past max_unordered") \
-  X(CONFLICTS_COMPLETED, "conflicts_completed", "conflicts with GPU work that had completed, but that nothing ordered")
+  X(CONFLICTS_COMPLETED, "conflicts_completed", "conflicts with GPU work that had completed, but that nothing ordered") \
+  X(GUARD_UNCHECKED, "guard_unchecked", "guard faults let through unchecked (a signal handler interrupted pinguard)") \
+  X(GUARD_SKIPPED_MAPS, "guard_skipped_maps", "guards skipped to stay within the mapping budget")
 
 typedef enum pg_stat {
 #define PG_STAT_ENUM(id, name, desc) PG_STAT_##id,

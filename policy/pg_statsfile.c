@@ -113,6 +113,12 @@ size_t pg_statsfile_format(char *out, size_t cap, int pid) {
   }
   metric_u64(&b, "pinguard_guard_faults_total", "counter", "CPU accesses caught by guard pages.",
              pid, pg_stat_get(PG_STAT_GUARD_FAULTS));
+  metric_u64(&b, "pinguard_guard_skipped_maps_total", "counter",
+             "Guards skipped to stay within the mapping budget (guard_map_budget).", pid,
+             pg_stat_get(PG_STAT_GUARD_SKIPPED_MAPS));
+  metric_u64(&b, "pinguard_guard_unchecked_total", "counter",
+             "Guard faults let through unchecked (a signal handler interrupted pinguard).", pid,
+             pg_stat_get(PG_STAT_GUARD_UNCHECKED));
   metric_u64(&b, "pinguard_regions", "gauge", "Pinned host regions registered now.", pid,
              gauge_regions ? gauge_regions() : 0);
   metric_u64(&b, "pinguard_inflight", "gauge", "GPU accesses to pinned memory in flight now.", pid,

@@ -20,6 +20,7 @@
  *     program or a Python extension) gets the wrappers, and its traffic is tracked there.
  * The swap looks up a small table, filled once; it never allocates. */
 #include <dlfcn.h>
+#include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -103,6 +104,20 @@ __attribute__((visibility("hidden"))) dlsym_fn pg_dlsym_resolve(void) {
   return fn;
 }
 
+/* Whether handle is a handle of libpinguard.so itself (whose lookups answer pinguard's own
+ * definitions, as any library's handle answers its own). */
+static bool handle_is_own(void *handle) {
+  if (handle == RTLD_DEFAULT || handle == RTLD_NEXT) return false;
+  void *self = dlopen(NULL, RTLD_LAZY); /* the program's handle: its lookups go global */
+  if (self) dlclose(self);
+  if (handle == self) return false;
+  Dl_info info;
+  struct link_map *map = NULL;
+  if (!dladdr1((void *)&handle_is_own, &info, (void **)&map, RTLD_DL_LINKMAP) || !map)
+    return false;
+  return handle == (void *)map; /* glibc's handles are link maps */
+}
+
 /* A lookup of a name of the driver's shape ("cu" and a capital letter), from pg_dlsym.S. An
  * RTLD_NEXT lookup is answered relative to libpinguard.so rather than the caller: for those
  * names both find the driver's function (or pinguard's wrapper of it), and the swap makes the
@@ -112,6 +127,14 @@ __attribute__((visibility("hidden"))) void *pg_dlsym_driver(void *handle, const 
   dlsym_fn real = pg_dlsym_resolve();
   if (!real) return NULL;
   void *fn = real(handle, name);
+  /* The lookup found pinguard's own definition (RTLD_DEFAULT, or the program's handle: pinguard
+   * is first in the global scope). Without pinguard it would have found the next one, or none
+   * (no driver, or one loaded RTLD_LOCAL): ask for exactly that, so that dlsym answers NULL where
+   * the real one would (dlerror included), and a wrapper only where a driver function exists. */
+  if (pg_hook_is_own(fn) && !handle_is_own(handle)) {
+    fn = real(RTLD_NEXT, name);
+    if (!fn) return NULL;
+  }
   return swaps_for(caller) ? swap(fn) : fn;
 }
 

@@ -92,6 +92,18 @@ static void *lookup(const pg_hook_t *h) {
   return NULL;
 }
 
+/* Whether a driver library is in the process, in any scope (loads nothing). */
+static bool driver_loaded(void) {
+  for (size_t i = 0; i < sizeof cuda_sonames / sizeof *cuda_sonames; i++) {
+    void *h = dlopen(cuda_sonames[i], RTLD_NOLOAD | RTLD_LAZY);
+    if (h) {
+      dlclose(h);
+      return true;
+    }
+  }
+  return false;
+}
+
 void *pg_real_slow(enum pg_hook_id id) {
   const pg_hook_t *h = &hooks[id];
   void *fn = atomic_load_explicit(&pg_hook_real_fn[id], memory_order_acquire);
@@ -99,6 +111,12 @@ void *pg_real_slow(enum pg_hook_id id) {
   fn = lookup(h);
   if (fn) {
     atomic_store_explicit(&pg_hook_real_fn[id], fn, memory_order_release);
+  } else if (h->lib == PG_LIB_cuda && !driver_loaded()) {
+    /* No driver in the process at all: one line for every row of it. */
+    static atomic_bool warned_no_driver;
+    if (!atomic_exchange(&warned_no_driver, true))
+      pg_shim_warn("no CUDA driver (libcuda.so.1) is loaded; calls to pinguard's driver entry "
+                   "points fail with CUDA_ERROR_NOT_FOUND");
   } else if (h->lib != PG_LIB_libc && !atomic_exchange(&warned[id], true)) {
     /* A missing libc row is no surprise (an older glibc, libaio not loaded): its interposer
      * fails the call as the absent function would, without a word. A row pinguard only calls

@@ -17,12 +17,14 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include "pg_guard.h"
 #include "pg_intercept.h"
 #include "pg_shim.h"
+#include "pg_tls.h"
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 
@@ -169,6 +171,11 @@ static void handle_fault(void *arg) {
   f->handled = true;
 }
 
+/* Whether the faulting thread was inside pinguard: in an interceptor's own work (which holds
+ * pinguard's locks at times; pg_shim_inside also covers the handler itself, so a fault nested
+ * in it), or holding a guard lock outside one (the system-call checks). */
+static bool interrupted_pinguard(void) { return pg_shim_inside || pg_guard_thread_busy(); }
+
 /* Calls fn(arg) with the stack pointer at `top` (16-byte aligned), then comes back. */
 static void run_on_stack(void *top, void (*fn)(void *), void *arg) {
   __asm__ volatile(
@@ -186,6 +193,36 @@ static void run_on_stack(void *top, void (*fn)(void *), void *arg) {
 static bool on_alternate_stack(void) {
   stack_t ss;
   return sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+}
+
+/* The stack pinguard settles a fault on: its own, per thread, mapped on the thread's first
+ * guard fault (pg_tls.h; mmap only, so safe here), with a PROT_NONE page at its low end. Waiting
+ * and reporting (stacks, symbols, formatting) take about 10 KiB, which a program's small thread
+ * stack (32 KiB, say, half used when it faults) or alternate signal stack may not have. */
+#define PG_FAULT_STACK_BYTES (256u * 1024u)
+static void *fault_stack(void) {
+  void *base = pg_tls_peek(PG_TLS_FAULT_STACK);
+  if (base) return base;
+  base = pg_tls_get(PG_TLS_FAULT_STACK, PG_FAULT_STACK_BYTES);
+  if (base) mprotect(base, 4096, PROT_NONE); /* an overflow faults, it does not corrupt */
+  return base;
+}
+
+/* Runs handle_fault(f) on pinguard's own stack; where it has none (no memory for it), or the
+ * handler is already running on it (a fault nested in the handler), on the interrupted stack,
+ * below the interrupted code's 128-byte red zone (a guard fault is an ordinary load or store,
+ * so that stack is healthy), as before the switch. */
+static void settle_on_own_stack(fault_t *f, uintptr_t interrupted_sp) {
+  uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+  char *base = fault_stack();
+  if (base && !(here > (uintptr_t)base && here <= (uintptr_t)base + PG_FAULT_STACK_BYTES)) {
+    run_on_stack((void *)(((uintptr_t)base + PG_FAULT_STACK_BYTES - 64) & ~(uintptr_t)15),
+                 handle_fault, f);
+  } else if (on_alternate_stack()) {
+    run_on_stack((void *)((interrupted_sp - 512) & ~(uintptr_t)15), handle_fault, f);
+  } else {
+    handle_fault(f);
+  }
 }
 
 __attribute__((optimize("no-omit-frame-pointer"))) static void on_fault(int sig, siginfo_t *info,
@@ -207,22 +244,25 @@ __attribute__((optimize("no-omit-frame-pointer"))) static void on_fault(int sig,
     f.claim = pg_guard_claims((uintptr_t)info->si_addr);
   /* The other data on a shared edge page: no conflict, and nothing to look up (the handler may
    * have interrupted pinguard itself, reading its own heap data there under one of its locks). */
-  if (f.claim == PG_GUARD_PROTECTED && step_over((uintptr_t)info->si_addr, uc)) {
+  if (f.claim == PG_GUARD_PROTECTED && !interrupted_pinguard() &&
+      step_over((uintptr_t)info->si_addr, uc)) {
     errno = saved_errno;
     return;
   }
-  if (f.claim != PG_GUARD_NOT_OURS) {
-    uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-    if (on_alternate_stack()) {
-      /* A program's alternate signal stack (Python's is 8 KiB) is too small for waiting and
-       * reporting. The fault was an ordinary load or store to a pinned page, so the interrupted
-       * stack is healthy: the work moves there, below the interrupted code's 128-byte red
-       * zone. */
-      run_on_stack((void *)((sp - 512) & ~(uintptr_t)15), handle_fault, &f);
-    } else {
-      handle_fault(&f);
-    }
+  /* The thread was inside pinguard when the fault came (a signal handler of the program's
+   * interrupted it and touched a guarded page): it may hold any of pinguard's locks, so nothing
+   * below that takes one may run. The page is opened without a lock and the access goes
+   * unchecked (counted); the instruction runs again. */
+  if (f.claim != PG_GUARD_NOT_OURS && interrupted_pinguard()) {
+    errno = saved_errno;
+    if (f.claim == PG_GUARD_PROTECTED ? pg_guard_open_unlocked((uintptr_t)info->si_addr)
+                                      : retry_stale((uintptr_t)info->si_addr))
+      return;
+    chain(sig, info, uctx);
+    return;
   }
+  if (f.claim != PG_GUARD_NOT_OURS)
+    settle_on_own_stack(&f, (uintptr_t)uc->uc_mcontext.gregs[REG_RSP]);
   errno = saved_errno;
   if (f.handled) return; /* the faulting instruction runs again */
   chain(sig, info, uctx);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg_tls.h"
 #include "pg_tracker_internal.h"
 
 /* The index: an AVL tree keyed by (base, id), so that among equal bases (the same pages
@@ -358,30 +359,38 @@ int pg_region_find(const void *p, pg_region_t *out) {
  *   every range inside it (a hit costs a few compares, not a walk);
  * - the last answer for one exact range (any number of regions, up to MEMO_HITS). */
 #define SOLO_CACHE 16
-static __thread struct {
+typedef struct solo_entry {
   unsigned long seq;           /* 0: empty (a reader's sequence is never 0 after a fill) */
   uintptr_t base, end;
   pg_region_rec_t *rec;
   uint64_t gen;
-} t_solo[SOLO_CACHE];
-static __thread unsigned t_solo_next, t_solo_last;
+} solo_entry_t;
+/* The entry that answered last, copied: the one fast-path test, in static TLS. */
+static __thread solo_entry_t t_solo_last;
 /* Which entry answered last for ranges starting in the same 64 KiB (hashed): a copy cycling over
  * many buffers finds its entry at once instead of scanning the memo. A hint only: the entry is
  * checked as any other. */
 #define SOLO_HINTS 64
-static __thread uint8_t t_solo_hint[SOLO_HINTS];
 static inline unsigned solo_hint_slot(uintptr_t lo) {
   return (unsigned)((lo >> 16) ^ (lo >> 22)) % SOLO_HINTS;
 }
 
 #define MEMO_HITS 4
-static __thread struct {
-  bool valid;
-  unsigned long seq;
-  uintptr_t lo, hi;
-  size_t total;
-  pg_region_hit_t hits[MEMO_HITS];
-} t_memo;
+/* The rest of both memos, in a per-thread block mapped on first use (pg_tls.h): without one,
+ * every lookup that misses t_solo_last walks the index. */
+typedef struct lookup_memo {
+  solo_entry_t solo[SOLO_CACHE];
+  unsigned solo_next;
+  uint8_t solo_hint[SOLO_HINTS];
+  struct {
+    bool valid;
+    unsigned long seq;
+    uintptr_t lo, hi;
+    size_t total;
+    pg_region_hit_t hits[MEMO_HITS];
+  } range;
+} lookup_memo_t;
+static lookup_memo_t *lookup_memo(void) { return pg_tls_get(PG_TLS_REGION_MEMO, sizeof(lookup_memo_t)); }
 
 /* One walk of a consistent-looking tree (the caller's seqlock section judges it): overlapping
  * entries in ascending key order, skipping subtrees whose regions all end at or before lo and
@@ -425,10 +434,9 @@ static inline __attribute__((always_inline)) size_t overlapping(uintptr_t lo, ui
   unsigned long now = atomic_load_explicit(&g_seq, memory_order_acquire);
   /* The entry that answered last (copies go on into the same buffer), then the one hinted for
    * this address, then the rest. */
-  unsigned i = t_solo_last;
-  if (__builtin_expect(t_solo[i].seq == now && t_solo[i].base <= lo && hi <= t_solo[i].end, 1)) {
-    if (cap)
-      out[0] = (pg_region_hit_t){t_solo[i].rec, t_solo[i].gen, t_solo[i].base, t_solo[i].end};
+  const solo_entry_t *e = &t_solo_last;
+  if (__builtin_expect(e->seq == now && e->base <= lo && hi <= e->end, 1)) {
+    if (cap) out[0] = (pg_region_hit_t){e->rec, e->gen, e->base, e->end};
     return 1;
   }
   return overlapping_scan(lo, hi, out, cap, now);
@@ -438,14 +446,15 @@ static inline __attribute__((always_inline)) size_t overlapping(uintptr_t lo, ui
 __attribute__((noinline)) static size_t overlapping_scan(uintptr_t lo, uintptr_t hi,
                                                          pg_region_hit_t *out, size_t cap,
                                                          unsigned long now) {
+  lookup_memo_t *m = lookup_memo();
   unsigned hint = solo_hint_slot(lo);
-  for (unsigned k = 0; k <= SOLO_CACHE; k++) {
-    unsigned i = k == 0 ? t_solo_hint[hint] : k - 1;
-    if (t_solo[i].seq == now && t_solo[i].base <= lo && hi <= t_solo[i].end) {
-      t_solo_last = i;
-      t_solo_hint[hint] = (uint8_t)i;
-      if (cap)
-        out[0] = (pg_region_hit_t){t_solo[i].rec, t_solo[i].gen, t_solo[i].base, t_solo[i].end};
+  for (unsigned k = 0; m && k <= SOLO_CACHE; k++) {
+    unsigned i = k == 0 ? m->solo_hint[hint] : k - 1;
+    const solo_entry_t *e = &m->solo[i];
+    if (e->seq == now && e->base <= lo && hi <= e->end) {
+      t_solo_last = *e;
+      m->solo_hint[hint] = (uint8_t)i;
+      if (cap) out[0] = (pg_region_hit_t){e->rec, e->gen, e->base, e->end};
       return 1;
     }
   }
@@ -459,10 +468,11 @@ size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, 
 __attribute__((noinline)) static size_t overlapping_slow(uintptr_t lo, uintptr_t hi,
                                                          pg_region_hit_t *out, size_t cap,
                                                          unsigned long now) {
-  if (t_memo.valid && t_memo.lo == lo && t_memo.hi == hi && t_memo.seq == now) {
-    size_t k = t_memo.total < cap ? t_memo.total : cap;
-    memcpy(out, t_memo.hits, k * sizeof(*out));
-    return t_memo.total;
+  lookup_memo_t *m = lookup_memo();
+  if (m && m->range.valid && m->range.lo == lo && m->range.hi == hi && m->range.seq == now) {
+    size_t k = m->range.total < cap ? m->range.total : cap;
+    memcpy(out, m->range.hits, k * sizeof(*out));
+    return m->range.total;
   }
   for (;;) {
     unsigned long s = read_begin();
@@ -472,24 +482,24 @@ __attribute__((noinline)) static size_t overlapping_slow(uintptr_t lo, uintptr_t
                 walk(out[0].base, out[0].end, NULL, 0) == 1;
     if (read_ok(s)) {
       if (solo) {
-        unsigned i = t_solo_next++ % SOLO_CACHE;
-        t_solo_last = i;
-        t_solo_hint[solo_hint_slot(lo)] = (uint8_t)i;
-        t_solo[i].base = out[0].base;
-        t_solo[i].end = out[0].end;
-        t_solo[i].rec = out[0].rec;
-        t_solo[i].gen = out[0].gen;
-        t_solo[i].seq = s;
+        solo_entry_t e = {s, out[0].base, out[0].end, out[0].rec, out[0].gen};
+        t_solo_last = e;
+        if (m) {
+          unsigned i = m->solo_next++ % SOLO_CACHE;
+          m->solo_hint[solo_hint_slot(lo)] = (uint8_t)i;
+          m->solo[i] = e;
+        }
         return 1;
       }
       size_t k = total < cap ? total : cap;
-      t_memo.valid = total <= k && total <= MEMO_HITS; /* only complete answers */
-      if (t_memo.valid) {
-        t_memo.seq = s;
-        t_memo.lo = lo;
-        t_memo.hi = hi;
-        t_memo.total = total;
-        memcpy(t_memo.hits, out, total * sizeof(*out));
+      if (!m) return total;
+      m->range.valid = total <= k && total <= MEMO_HITS; /* only complete answers */
+      if (m->range.valid) {
+        m->range.seq = s;
+        m->range.lo = lo;
+        m->range.hi = hi;
+        m->range.total = total;
+        memcpy(m->range.hits, out, total * sizeof(*out));
       }
       return total;
     }

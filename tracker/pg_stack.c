@@ -3,6 +3,7 @@
  * backtrace(), chosen by pg_stack_set_fast_unwind(); the Python frames come from pg_pystack.c.
  * Also owns pinguard's small per-thread numbers (T1, T2, ...). */
 #include "pg_stack.h"
+#include "pg_tls.h"
 
 #include <errno.h>
 #include <execinfo.h>
@@ -82,10 +83,12 @@ static __thread struct {
   int known; /* 0: not yet learned; 1: lo and hi hold; -1: unknown (walks stop at frame 0) */
   uint32_t number;
   bool ready; /* known == 1 and number given: pg_stack_capture_here's one test */
-  uintptr_t dead_end[DEAD_ENDS];
 } t_cap;
 
 static unsigned dead_end_slot(uintptr_t ret) { return (unsigned)((ret >> 4) ^ (ret >> 12)) % DEAD_ENDS; }
+/* The break points, in a per-thread block mapped on first use (pg_tls.h): NULL (no memory)
+ * means none is known, and a broken walk is redone each time. */
+static uintptr_t *dead_ends(void) { return pg_tls_get(PG_TLS_STACK_ENDS, DEAD_ENDS * sizeof(uintptr_t)); }
 
 void pg_stack_set_fast_unwind(int fast) {
   if (!atomic_load(&n_end_ranges)) {
@@ -196,7 +199,8 @@ __attribute__((noinline)) static unsigned redo_walk(pg_stack_t *out, unsigned n,
   unsigned m = unwind(ret, pc, skip, max_depth);
   bool gained = false;
   for (unsigned i = n; i < m && !gained; i++) gained = !walk_may_end_at((uintptr_t)pc[i]);
-  if (!gained) t_cap.dead_end[dead_end_slot(last)] = last;
+  uintptr_t *ends = dead_ends();
+  if (!gained && ends) ends[dead_end_slot(last)] = last;
   if (m > n) {
     memcpy(out->pc, pc, m * sizeof *pc);
     n = m;
@@ -229,7 +233,8 @@ __attribute__((noinline)) static void capture(pg_stack_t *out, void *ret, uintpt
     if (broken && (mode != PG_UNWIND_FP_REDO || !last)) broken = false;
     if (broken) {
       /* A break point met before ends the walk at one compare; an end frame's is learned. */
-      uintptr_t *seen = &t_cap.dead_end[dead_end_slot(last)];
+      uintptr_t *ends = dead_ends(), scratch = 0;
+      uintptr_t *seen = ends ? &ends[dead_end_slot(last)] : &scratch;
       if (*seen == last) broken = false;
       else if (walk_may_end_at(last)) *seen = last, broken = false;
     }
@@ -264,7 +269,8 @@ __attribute__((noinline)) void pg_stack_capture_here(pg_stack_t *out) {
   unsigned n = walk_frames(fp, out->pc, 1, PG_STACK_MAX, 0, &broken);
   if (broken && mode == PG_UNWIND_FP_REDO) {
     uintptr_t last = (uintptr_t)out->pc[n - 1];
-    if (__builtin_expect(t_cap.dead_end[dead_end_slot(last)] != last, 0))
+    const uintptr_t *ends = pg_tls_peek(PG_TLS_STACK_ENDS);
+    if (__builtin_expect(!ends || ends[dead_end_slot(last)] != last, 0))
       return capture(out, ret, fp, 0, PG_STACK_MAX);
   }
   out->tid = t_cap.number;

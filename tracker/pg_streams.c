@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "pg_tls.h"
 #include "pg_tracker_internal.h"
 
 /* ---- the stream lock's slow paths (pg_lock.h) ----------------------------------------------- */
@@ -49,9 +50,13 @@ typedef struct ev_snap {
 static pthread_mutex_t g_ev_mu = PTHREAD_MUTEX_INITIALIZER;
 static ev_snap_t *g_events;
 
-/* The host sync in progress on this thread (pg_hb_sync_prepare .. pg_hb_sync_done). */
-static __thread uint64_t t_snap[PG_MAX_STREAMS];
+/* The host sync in progress on this thread (pg_hb_sync_prepare .. pg_hb_sync_done): a snapshot
+ * of PG_MAX_STREAMS clocks, in a block mapped on first use (pg_tls.h). Without one the sync
+ * teaches nothing (t_snap_n stays 0): later accesses look unordered, never wrongly ordered. */
 static __thread unsigned t_snap_n;
+static uint64_t *host_snap(void) {
+  return pg_tls_get(PG_TLS_HOST_SNAP, PG_MAX_STREAMS * sizeof(uint64_t));
+}
 
 /* ---- devices ---------------------------------------------------------------------------------
  * With one device (or no way to ask how many) every stream is device 0's and nothing is asked:
@@ -657,6 +662,8 @@ void pg_hb_sync_prepare(cudaStream_t s) {
   t_snap_n = 0;
   pg_stream_t *st = pg_stream_get(s);
   if (!st) return;
+  uint64_t *t_snap = host_snap();
+  if (!t_snap) return;
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
   pg_lock(&st->mu);
   for (unsigned i = 0; i < n; i++) t_snap[i] = LD(st->vc[i]);
@@ -668,6 +675,9 @@ void pg_hb_sync_prepare(cudaStream_t s) {
  * destroyed ones with work left included): the host then knows their work complete, and what that
  * work was ordered after, on any device. */
 void pg_hb_sync_prepare_device(void) {
+  t_snap_n = 0;
+  uint64_t *t_snap = host_snap();
+  if (!t_snap) return;
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
   int device = pg_current_device();
   memset(t_snap, 0, n * sizeof t_snap[0]);
@@ -685,7 +695,7 @@ void pg_hb_sync_prepare_device(void) {
 void pg_hb_sync_done(int succeeded) {
   unsigned n = t_snap_n;
   t_snap_n = 0;
-  if (succeeded) host_learn_all(t_snap, n);
+  if (succeeded && n) host_learn_all(pg_tls_peek(PG_TLS_HOST_SNAP), n);
 }
 
 /* ---- host functions -------------------------------------------------------------------------- */

@@ -89,7 +89,9 @@ static unsigned char *buf; /* the pinned buffer: 4 pages, page-aligned */
 static void start(const char *mode, const char *extra) {
   char opts[512];
   tp_tmpdir(dir);
-  snprintf(opts, sizeof opts, "mode=%s:log_path=%s/log:dedup=0:guard=%s", mode, dir,
+  /* max_wait_ms=0: this fake device completes work only when synchronized (ev_sync), never by
+   * itself, so enforce's waits must be the blocking kind that counts them. */
+  snprintf(opts, sizeof opts, "mode=%s:log_path=%s/log:dedup=0:max_wait_ms=0:guard=%s", mode, dir,
            extra ? extra : "0");
   snprintf(logfile, sizeof logfile, "%s/log.%d", dir, (int)getpid());
   pg_policy_configure(NULL, opts);

@@ -1,0 +1,31 @@
+/* pg_tls.h: pinguard's larger per-thread buffers, mapped on first use. pinguard's static TLS is
+ * added to every thread of every process it is preloaded into (glibc carves it from each
+ * thread's stack), CUDA or not, so it is kept under 1 KiB: a thread created with a
+ * PTHREAD_STACK_MIN stack must not run out because of pinguard. Whatever is larger lives in the
+ * blocks below, one mapping each, made the first time a thread asks and unmapped when it exits.
+ *
+ * pg_tls_get takes no lock and calls no allocator (mmap only), so it may run in the fault
+ * handler; a caller copes with NULL (no memory): each use says what it does without its block. */
+#ifndef PG_TLS_H
+#define PG_TLS_H
+
+#include <stddef.h>
+
+typedef enum pg_tls_id {
+  PG_TLS_HOST_SNAP,   /* pg_streams.c: the clock snapshot of a host sync in progress */
+  PG_TLS_REGION_MEMO, /* pg_regions.c: the memo of regions found alone, and of one range */
+  PG_TLS_NEG_CACHE,   /* pg_decide.c: pages known not to be pinned */
+  PG_TLS_HOSTFN_OPEN, /* pg_decide.c: ranges a running host function was let through */
+  PG_TLS_STACK_ENDS,  /* pg_stack.c: break points where a frame-pointer walk may end */
+  PG_TLS_FAULT_STACK, /* shim/pg_signal.c: the stack the fault handler reports on */
+  PG_TLS_COUNT
+} pg_tls_id_t;
+
+/* The calling thread's block `id`, of `bytes` (the same for every call with that id), zeroed
+ * when first mapped; NULL if it cannot be mapped. Async-signal-safe. */
+void *pg_tls_get(pg_tls_id_t id, size_t bytes);
+
+/* The block if this thread has mapped it, else NULL; never maps. */
+void *pg_tls_peek(pg_tls_id_t id);
+
+#endif /* PG_TLS_H */
