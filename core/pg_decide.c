@@ -157,9 +157,13 @@ typedef struct probe {
   pg_dir_t dir;         /* PROBE_CONFLICTS: the new access */
   cudaStream_t stream;  /* PROBE_CONFLICTS: its stream */
   const pg_lookup_t *lk; /* PROBE_CONFLICTS: the span's region lookup, if kept */
+  bool guarding;        /* a fault's: only the accesses still guarding their pages */
 } probe_t;
 
 static size_t run_probe(const probe_t *q, pg_access_t *out, size_t cap) {
+  if (q->guarding)
+    return pg_access_find((pg_query_kind_t)q->kind, PG_FIND_GUARDING, q->p, q->n, q->dir,
+                          q->stream, out, cap);
   if (q->kind == PROBE_CONFLICTS)
     return q->lk ? pg_access_conflicts_at(q->lk, q->dir, q->stream, out, cap)
                  : pg_access_conflicts(q->p, q->n, q->dir, q->stream, out, cap);
@@ -196,8 +200,8 @@ static wait_result_t wait_bounded(const pg_access_t *a, uint64_t t0) {
     nanosleep(&ts, NULL);
     if (nap_ns < 320000) nap_ns *= 2;
   }
-  pg_access_wait(a); /* complete: returns at once, and gives its event back */
-  return WAIT_DONE;
+  /* Complete: returns at once, and gives its event back; a failure here is a failed wait too. */
+  return pg_access_wait(a) ? WAIT_DONE : WAIT_FAILED;
 }
 
 /* Enforce's wait: for every access of found[0, have) still running, then, while more were found
@@ -211,8 +215,8 @@ static wait_result_t wait_running(const probe_t *q, pg_access_t *found, size_t h
   for (size_t i = 0; i < have && r == WAIT_DONE; i++)
     if (!found[i].completed) r = wait_bounded(&found[i], t0);
   for (size_t left = total; left > have && r == WAIT_DONE;) {
-    left = pg_access_find_running((pg_query_kind_t)q->kind, q->p, q->n, q->dir, q->stream, found,
-                                  cap);
+    left = pg_access_find((pg_query_kind_t)q->kind, PG_FIND_RUNNING, q->p, q->n, q->dir,
+                          q->stream, found, cap);
     have = left < cap ? left : cap;
     for (size_t i = 0; i < have && r == WAIT_DONE; i++) r = wait_bounded(&found[i], t0);
   }
@@ -597,6 +601,11 @@ void pg_decide_sync_prepare_device(void) { pg_hb_sync_prepare_device(); }
 void pg_decide_sync_done(bool succeeded) { pg_hb_sync_done(succeeded); }
 void pg_decide_stream_destroyed(cudaStream_t s) { pg_hb_stream_destroyed(s); }
 
+void pg_decide_flag_written(cudaStream_t s, const void *addr, uint64_t value, unsigned width) {
+  if (pg_region_find_range(addr, width, NULL, 0) == 0) return; /* not host memory pinguard knows */
+  pg_hb_flag_written(s, addr, value, width);
+}
+
 /* ---- CPU accesses ------------------------------------------------------------------------ */
 /* The CPU stack of a fault: backtrace() unwinds through the signal frame with the unwind
  * tables, so a fault inside a leaf such as memcpy still names its caller. It was called once
@@ -699,7 +708,7 @@ void pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp) {
    * region the fault hit. On a guarded edge page (PG_REGION_FLAG_OWNS_EDGES) the bytes outside
    * the region are nobody's (a malloc header): touching them is no conflict. */
   probe_t q = {.kind = is_write ? PROBE_ANY : PROBE_WRITES, .p = (const void *)page,
-               .n = page_size};
+               .n = page_size, .guarding = true};
   pg_region_t reg;
   if (!pg_region_find((const void *)addr, &reg)) {
     q.n = 0; /* outside every region: no conflict */
@@ -724,25 +733,31 @@ void pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp) {
   if (total > 0) pg_stat_inc(PG_STAT_GUARD_FAULTS);
   /* The access went ahead (audit), or what it conflicted with has completed (enforce waited, or
    * nothing was left running): either way the GPU accesses it conflicted with stop guarding
-   * their pages until they retire, which only an order the program makes does. One memcpy
-   * across a guarded buffer is one CPU access, so it makes one report, not one per page it goes
-   * on to touch. */
-  if (total > 0) {
-    size_t have = (size_t)total < FAULT_FOUND ? (size_t)total : FAULT_FOUND;
-    for (size_t i = 0; i < have; i++) {
+   * their pages (they stay tracked, unordered, for every other check), and the pages open unless
+   * another access still guards them: it then faults the retried instruction again, and is
+   * settled in turn. One memcpy across a guarded buffer is one CPU access, so it makes one
+   * report, not one per page it goes on to touch. A host function's CPU accesses instead open
+   * the pages until it returns (pg_decide_hostfn_leave protects them again): the accesses keep
+   * guarding them against every other thread. */
+  size_t have = total > 0 ? ((size_t)total < FAULT_FOUND ? (size_t)total : FAULT_FOUND) : 0;
+  for (size_t i = 0; i < have; i++) {
+    if (pg_hb_in_hostfn()) {
       pg_guard_release(found[i].lo, found[i].hi);
       note_opened(found[i].lo, found[i].hi);
+    } else {
+      pg_access_unguard(&found[i]);
     }
   }
-  /* Whatever happened (waited or reported; or nothing conflicted: the accesses guarding the page
-   * were ordered since, by a sync another thread made, and retire now), the instruction must be
-   * able to run when retried. Only what stays tracked without conflicting (a device read under a
-   * CPU read) keeps its protection. */
-  if (total == 0) pg_tracker_retire();
-  pg_guard_refresh(page);
-  if (!pg_guard_page_allows(page, is_write)) {
-    pg_guard_release(page, page + page_size);
-    note_opened(page, page + page_size);
+  /* Nothing conflicted: the accesses guarding the page were ordered since (another thread's
+   * synchronize), and retire now; should the page still deny the access (nothing found guards
+   * it), it is let go, so that the instruction can run when retried. */
+  if (total == 0) {
+    pg_tracker_retire();
+    pg_guard_refresh(page);
+    if (!pg_guard_page_allows(page, is_write)) {
+      pg_guard_release(page, page + page_size);
+      note_opened(page, page + page_size);
+    }
   }
 }
 

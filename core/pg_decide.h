@@ -124,6 +124,11 @@ void pg_decide_sync_prepare_device(void);            /* cudaDeviceSynchronize */
 void pg_decide_sync_done(bool succeeded);
 void pg_decide_stream_destroyed(cudaStream_t s);
 
+/* A stream memory operation (cuStreamWriteValue*, a batch's write) wrote value (width 4 or 8) to
+ * addr after the work enqueued on s: where addr is pinned host memory, the CPU that sees the value
+ * is ordered after that work. After the real call succeeded. */
+void pg_decide_flag_written(cudaStream_t s, const void *addr, uint64_t value, unsigned width);
+
 /* ---- CPU accesses (guard pages and system calls) ----------------------------------------- */
 /* The CPU stack of a fault, from the handler: pc and frame pointer of the faulting instruction.
  * Unwinds through the signal frame, so it must run on the stack the handler was entered on. */

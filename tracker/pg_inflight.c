@@ -387,7 +387,7 @@ static inline __attribute__((always_inline)) pg_acc_t *begin_piece(begin_ctx_t *
   if (c->stack) pg_stack_copy(&a->pub.stack, c->stack);
   else a->pub.stack.depth = 0;
   a->blocking = LD(st->blocking);
-  a->hooked = false;
+  atomic_store_explicit(&a->hooked, false, memory_order_relaxed);
   /* Without a begin hook to run, retirement may take it as soon as it is indexed. */
   atomic_store_explicit(&a->ready, !c->hook, memory_order_relaxed);
   a->region = h->rec;
@@ -441,14 +441,15 @@ __attribute__((noinline)) static void begin_finish(pg_stream_t *st, bool hook,
     if (hook) {
       a->hook_lo = a->pub.lo;
       a->hook_hi = a->pub.hi;
-      a->hooked = pg_hook_begin(&a->hook_lo, &a->hook_hi, a->pub.dir, pg_hook_ctx);
+      bool hooked = pg_hook_begin(&a->hook_lo, &a->hook_hi, a->pub.dir, pg_hook_ctx);
       /* Its region's removal may have forgotten the pages before the hook counted them: undo
        * the count now, since no retirement will. */
-      if (a->hooked && (atomic_load_explicit(&a->where, memory_order_acquire) == PG_IN_NONE ||
-                        LD(r->gen) != a->region_gen)) {
+      if (hooked && (atomic_load_explicit(&a->where, memory_order_acquire) == PG_IN_NONE ||
+                     LD(r->gen) != a->region_gen)) {
         pg_hook_retire(a->hook_lo, a->hook_hi, a->pub.dir, pg_hook_ctx);
-        a->hooked = false;
+        hooked = false;
       }
+      atomic_store_explicit(&a->hooked, hooked, memory_order_relaxed);
     }
     atomic_store_explicit(&a->ready, true, memory_order_release);
   }
@@ -555,6 +556,7 @@ int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
 typedef struct collect {
   int mode;                 /* 0 any, 1 may write, 2 conflicts with (dir, st) */
   bool running_only;        /* leave out the accesses that completed */
+  bool guarding_only;       /* leave out those whose guard pages a fault already let go */
   pg_dir_t dir;
   const pg_stream_t *st;
   pg_access_t *out;
@@ -576,6 +578,10 @@ static void collect(pg_acc_t *a, void *ctx) {
   }
   if (pg_acc_ordered(a)) return;
   if (c->running_only && pg_acc_done(a)) return;
+  /* Not ready: its begin hook may still be counting it; it guards (or soon will). */
+  if (c->guarding_only && atomic_load_explicit(&a->ready, memory_order_acquire) &&
+      !atomic_load_explicit(&a->hooked, memory_order_relaxed))
+    return;
   if (c->total < c->cap) {
     pg_access_t *o = &c->out[c->total];
     *o = a->pub;
@@ -624,6 +630,7 @@ static size_t query(const void *p, size_t n, collect_t *c) {
 static size_t query_hits(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t nh,
                          collect_t *c) {
   if (nh > MAX_PIECES) nh = MAX_PIECES;
+  pg_hb_poll_flags(); /* what a flag the CPU polls has ordered */
   for (size_t i = 0; i < nh; i++) {
     pg_region_rec_t *r = hits[i].rec;
     if (c->mode == 2) {
@@ -664,9 +671,11 @@ size_t pg_access_conflicts_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t 
   return query_hits(lk->lo, lk->hi, hits, nh, &c);
 }
 
-size_t pg_access_find_running(pg_query_kind_t kind, const void *p, size_t n, pg_dir_t dir,
-                              cudaStream_t stream, pg_access_t *out, size_t cap) {
-  collect_t c = {.mode = (int)kind, .running_only = true, .dir = dir, .out = out, .cap = cap};
+size_t pg_access_find(pg_query_kind_t kind, unsigned flags, const void *p, size_t n,
+                      pg_dir_t dir, cudaStream_t stream, pg_access_t *out, size_t cap) {
+  collect_t c = {.mode = (int)kind, .running_only = (flags & PG_FIND_RUNNING) != 0,
+                 .guarding_only = (flags & PG_FIND_GUARDING) != 0, .dir = dir, .out = out,
+                 .cap = cap};
   if (kind == PG_QUERY_CONFLICTS && !(c.st = pg_stream_get(stream))) return 0;
   return query(p, n, &c);
 }
@@ -680,6 +689,30 @@ bool pg_access_quiet_at(const pg_lookup_t *lk, cudaStream_t stream) {
   for (size_t i = 0; i < lk->total; i++)
     if (!pg_summary_clear(lk->hits[i].rec, lk->lo, lk->hi, st)) return false;
   return true;
+}
+
+void pg_access_unguard(const pg_access_t *a) {
+  if (!a->stream_id || a->stream_id >= PG_MAX_STREAMS) return;
+  pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[a->stream_id], memory_order_acquire);
+  if (!st) return;
+  uintptr_t lo = 0, hi = 0;
+  bool owed = false;
+  pg_lock(&st->mu);
+  /* Still on its stream's FIFO (in sequence order) while not retired; retirement takes the
+   * hook's call for itself the same way, so exactly one of the two makes it. */
+  for (pg_acc_t *x = st->fifo_head; x && x->pub.seq <= a->seq; x = x->fifo_next) {
+    if (x->pub.id != a->id) continue;
+    if (atomic_load_explicit(&x->ready, memory_order_acquire) &&
+        LD(x->region->gen) == x->region_gen &&
+        atomic_exchange_explicit(&x->hooked, false, memory_order_relaxed)) {
+      lo = x->hook_lo;
+      hi = x->hook_hi;
+      owed = true;
+    }
+    break;
+  }
+  pg_unlock(&st->mu);
+  if (owed) pg_hook_retire(lo, hi, a->dir, pg_hook_ctx);
 }
 
 bool pg_access_wait(const pg_access_t *a) {

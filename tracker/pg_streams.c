@@ -469,9 +469,10 @@ size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later) {
     if (where == PG_IN_OWN) {
       pg_inflight_own_unlink(a); /* st owns the region: its lock is the list's */
     } else if (where == PG_IN_NONE) {
-      a->hooked = false; /* its region went away: the retire hook is owed nothing */
+      atomic_store_explicit(&a->hooked, false, memory_order_relaxed); /* its region went away */
     }
-    if (where == PG_IN_SET || a->hooked) { /* needs the region's lock, or the hook: later */
+    if (where == PG_IN_SET || atomic_load_explicit(&a->hooked, memory_order_relaxed)) {
+      /* needs the region's lock, or the hook: later */
       a->fifo_next = NULL;
       *tail = a;
       tail = &a->fifo_next;
@@ -489,7 +490,8 @@ void pg_stream_retire_finish(pg_stream_t *st, pg_acc_t *later) {
      * address range may already belong to a new region whose counts are not this access's. */
     bool live = atomic_load_explicit(&a->where, memory_order_relaxed) != PG_IN_SET ||
                 pg_inflight_remove(a);
-    if (live && a->hooked) pg_hook_retire(a->hook_lo, a->hook_hi, a->pub.dir, pg_hook_ctx);
+    if (live && atomic_exchange_explicit(&a->hooked, false, memory_order_relaxed))
+      pg_hook_retire(a->hook_lo, a->hook_hi, a->pub.dir, pg_hook_ctx);
   }
   pg_lock(&st->mu);
   while (later) {
@@ -623,6 +625,54 @@ void pg_hb_event_completed(cudaEvent_t e) {
   uint64_t clock[PG_MAX_STREAMS];
   unsigned n = event_clock(e, clock);
   host_learn_all(clock, n);
+}
+
+/* ---- flag protocols ---------------------------------------------------------------------------
+ * A stream memory operation's write to a pinned host word, which the CPU polls: when the CPU sees
+ * the value, everything its stream did before the write has happened. pinguard cannot see the
+ * CPU's load (the word's page is never guarded), so it reads the word itself before each query,
+ * and learns the write's position once the word holds the value. A later write on the same
+ * stream replaces an earlier one (it orders more). */
+static atomic_uint g_flags_pending;
+
+void pg_hb_flag_written(cudaStream_t s, const void *addr, uint64_t value, unsigned width) {
+  pg_stream_t *st = pg_stream_get(s);
+  if (!st || !addr || (width != 4 && width != 8)) return;
+  pg_lock(&st->mu);
+  pg_stream_legacy_sync(st);
+  uint64_t seq = LD(st->vc[st->id]) + 1; /* the write's own position in the stream */
+  ST(st->vc[st->id], seq);
+  pg_stream_clock_changed(st);
+  st->flag_addr = addr;
+  st->flag_value = value;
+  st->flag_width = width;
+  st->flag_seq = seq;
+  if (!atomic_exchange_explicit(&st->flag_pending, true, memory_order_release))
+    atomic_fetch_add_explicit(&g_flags_pending, 1, memory_order_release);
+  pg_unlock(&st->mu);
+}
+
+static bool flag_holds(const void *addr, unsigned width, uint64_t value) {
+  if (width == 4) return __atomic_load_n((const uint32_t *)addr, __ATOMIC_ACQUIRE) == (uint32_t)value;
+  return __atomic_load_n((const uint64_t *)addr, __ATOMIC_ACQUIRE) == value;
+}
+
+void pg_hb_poll_flags(void) {
+  if (!atomic_load_explicit(&g_flags_pending, memory_order_acquire)) return;
+  unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
+  for (unsigned id = 1; id < n; id++) {
+    pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[id], memory_order_acquire);
+    if (!st || !atomic_load_explicit(&st->flag_pending, memory_order_acquire)) continue;
+    pg_lock(&st->mu);
+    bool seen = atomic_load_explicit(&st->flag_pending, memory_order_relaxed) &&
+                flag_holds(st->flag_addr, st->flag_width, st->flag_value);
+    if (seen) {
+      pg_host_learn(st->id, st->flag_seq);
+      atomic_store_explicit(&st->flag_pending, false, memory_order_relaxed);
+      atomic_fetch_sub_explicit(&g_flags_pending, 1, memory_order_release);
+    }
+    pg_unlock(&st->mu);
+  }
 }
 
 void pg_hb_access_waited(const pg_access_t *a) {
@@ -803,6 +853,8 @@ static void reset_stream(pg_stream_t *st) {
   }
   st->fifo_head = st->fifo_tail = st->run_head = NULL;
   st->nfifo = st->ndone = st->evicted_pending = st->nfree_accs = 0;
+  if (atomic_exchange_explicit(&st->flag_pending, false, memory_order_relaxed))
+    atomic_fetch_sub_explicit(&g_flags_pending, 1, memory_order_relaxed);
   while (st->free_accs) {
     a = st->free_accs;
     st->free_accs = a->fifo_next;

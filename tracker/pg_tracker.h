@@ -162,11 +162,17 @@ size_t pg_access_conflicts_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t 
  * accesses); false when the full check must run. */
 bool pg_access_quiet_at(const pg_lookup_t *lk, cudaStream_t stream);
 /* What pg_inflight_query (PG_QUERY_ANY, PG_QUERY_WRITES) or pg_access_conflicts
- * (PG_QUERY_CONFLICTS, with dir and stream) would find, less the accesses that completed: what
- * enforce still has to wait for once it waited for a first batch. */
+ * (PG_QUERY_CONFLICTS, with dir and stream) would find, less what flags leave out. */
 typedef enum pg_query_kind { PG_QUERY_ANY, PG_QUERY_WRITES, PG_QUERY_CONFLICTS } pg_query_kind_t;
-size_t pg_access_find_running(pg_query_kind_t kind, const void *p, size_t n, pg_dir_t dir,
-                              cudaStream_t stream, pg_access_t *out, size_t cap);
+/* PG_FIND_RUNNING: leave out those that completed. PG_FIND_GUARDING: leave out those whose guard
+ * pages pg_access_unguard let go (a fault's question: which accesses make this page fault). */
+enum { PG_FIND_RUNNING = 1, PG_FIND_GUARDING = 2 };
+size_t pg_access_find(pg_query_kind_t kind, unsigned flags, const void *p, size_t n,
+                      pg_dir_t dir, cudaStream_t stream, pg_access_t *out, size_t cap);
+/* After a CPU access that faulted on a's guard pages was reported (and, in enforce, a waited
+ * for): a stops guarding its pages, which open unless another access still guards them. It stays
+ * tracked, unordered, for every other check. */
+void pg_access_unguard(const pg_access_t *a);
 /* Blocks until the access *a completed (its event; at once when a->completed). Orders nothing:
  * the access stays unordered for the host. False: the event could not be waited for. */
 bool pg_access_wait(const pg_access_t *a);
@@ -181,6 +187,14 @@ void pg_hb_stream_flags(cudaStream_t s, unsigned flags);
 void pg_hb_event_record(cudaEvent_t e, cudaStream_t s);        /* cudaEventRecord[WithFlags] */
 void pg_hb_stream_wait_event(cudaStream_t s, cudaEvent_t e);   /* cudaStreamWaitEvent */
 void pg_hb_event_completed(cudaEvent_t e);    /* cudaEventSynchronize, or query == success */
+/* A stream memory operation wrote `value` (width 4 or 8 bytes) to the pinned host word at addr,
+ * after the work enqueued on s before it: a flag protocol, invisible to CUDA, that the CPU polls.
+ * Once the word is seen to hold the value (pinguard reads it, as the polling CPU does), the host
+ * is ordered after that work. Each stream keeps its latest such write. */
+void pg_hb_flag_written(cudaStream_t s, const void *addr, uint64_t value, unsigned width);
+/* Learns what the pending flag writes say (each stream's latest): cheap while there are none.
+ * Called before every query. */
+void pg_hb_poll_flags(void);
 /* The program itself waited for access a (through pinguard: the pinguard_wait annotation), and it
  * completed: the host is ordered after it and after what its stream did before it. */
 void pg_hb_access_waited(const pg_access_t *a);

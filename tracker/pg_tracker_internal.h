@@ -124,7 +124,9 @@ enum { PG_IN_NONE, PG_IN_OWN, PG_IN_SET, PG_IN_PENDING };
 struct pg_acc {
   pg_access_t pub;
   bool blocking;               /* its stream is ordered by the legacy default stream */
-  bool hooked;                 /* the begin hook counted it: the retire hook owes it one call */
+  /* The begin hook counted it: the retire hook owes it one call, made by whoever clears this
+   * (retirement, or pg_access_unguard once a fault reported it). */
+  atomic_bool hooked;
   uintptr_t hook_lo, hook_hi;  /* the range the begin hook counted */
   atomic_bool ready;           /* indexed and its begin hook done: retirement may take it */
   bool has_event;              /* still holds pub.event (st->mu): given back once seen complete */
@@ -184,6 +186,12 @@ struct pg_stream {
   pg_acc_t *run_head;
   size_t ndone;
   size_t evicted_pending;      /* evicted by the last retirement, for the counter after unlock */
+  /* The latest flag write on this stream (pg_hb_flag_written) not yet seen: its word, value and
+   * width, and the stream position it orders the host after once the word holds the value. */
+  atomic_bool flag_pending;
+  const void *flag_addr;
+  uint64_t flag_value, flag_seq;
+  unsigned flag_width;
   unsigned poll_in;            /* begins left before the next poll of the FIFO's head */
   unsigned poll_gap;           /* begins between polls (0: not yet set; see poll_fifo) */
   size_t nfifo;                /* accesses on the FIFO */

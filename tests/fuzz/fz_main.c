@@ -195,12 +195,14 @@ static unsigned long g_reports, g_required; /* over the passing seeds */
 static void set_child_env(int latency, const char *replay) {
   const char *pre = getenv("PG_PRELOAD");
   if (pre && *pre) setenv("LD_PRELOAD", pre, 1);
+  /* max_wait_ms=0: enforce's waits block in the event synchronize, where the gate library opens
+   * the gates that hold the work back (a bounded wait polls, and would wait out its limit). */
   char opts[600];
   char log[400];
   snprintf(log, sizeof log, "%s/pg%d", g_logdir, g_nchild);
   snprintf(opts, sizeof opts,
            "mode=%s:log_format=json:log_path=%s:dedup=0:max_reports=0:exitcode=0:guard=1:"
-           "guard_min_bytes=%u:symbolize=0:print_summary=0:stack_depth=16",
+           "guard_min_bytes=%u:symbolize=0:print_summary=0:stack_depth=16:max_wait_ms=0",
            O.cfg.mode_enforce ? "enforce" : "audit", log, O.cfg.guard_min);
   setenv("PINGUARD_OPTIONS", opts, 1);
   setenv("FZ_LOG", log, 1);

@@ -158,7 +158,7 @@ Test(tracker_inflight, completion_seen_by_events_orders_nothing) {
   cr_assert_eq(pg_inflight_query(buf, 4096, 1, &a, 1), 1, "a race all the same");
   cr_assert(a.completed, "found as completed");
   cr_assert_neq(a.completed_stamp, 0);
-  cr_assert_eq(pg_access_find_running(PG_QUERY_WRITES, buf, 4096, PG_DIR_READ, 0, &a, 1), 0,
+  cr_assert_eq(pg_access_find(PG_QUERY_WRITES, PG_FIND_RUNNING, buf, 4096, PG_DIR_READ, 0, &a, 1), 0,
                "nothing left to wait for");
   tt_stream_sync(s1); /* the program orders it */
   cr_assert_eq(pg_tracker_inflight_count(), 0);

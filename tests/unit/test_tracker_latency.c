@@ -35,7 +35,7 @@ Test(tracker_latency, wait_on_the_access) {
   cr_assert_eq(pg_inflight_query(buf, 1, 0, &a, 1), 1);
   cr_assert(!a.completed);
   cr_assert(pg_access_wait(&a));
-  cr_assert_eq(pg_access_find_running(PG_QUERY_ANY, buf, 1, PG_DIR_READ, 0, &a, 1), 0,
+  cr_assert_eq(pg_access_find(PG_QUERY_ANY, PG_FIND_RUNNING, buf, 1, PG_DIR_READ, 0, &a, 1), 0,
                "the wait saw it complete");
   cr_assert_eq(pg_tracker_inflight_count(), 1, "and ordered nothing");
 }
