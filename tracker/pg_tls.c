@@ -9,12 +9,8 @@
 
 #include "pg_tls.h"
 
-typedef struct block {
-  void *p;
-  size_t len; /* mapped bytes */
-} block_t;
-
-static __thread block_t t_blocks[PG_TLS_COUNT];
+__thread pg_tls_block_t pg_tls_blocks[PG_TLS_COUNT];
+#define t_blocks pg_tls_blocks
 static pthread_key_t g_key;
 static bool g_key_ok;
 
@@ -34,10 +30,8 @@ __attribute__((constructor)) static void tls_setup(void) {
   g_key_ok = pthread_key_create(&g_key, release_blocks) == 0 && g_key < 32;
 }
 
-void *pg_tls_peek(pg_tls_id_t id) { return t_blocks[id].p; }
-
-void *pg_tls_get(pg_tls_id_t id, size_t bytes) {
-  if (__builtin_expect(t_blocks[id].p != NULL, 1)) return t_blocks[id].p;
+void *pg_tls_map(pg_tls_id_t id, size_t bytes) {
+  if (t_blocks[id].p) return t_blocks[id].p;
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   size_t len = (bytes + page - 1) & ~(page - 1);
   void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

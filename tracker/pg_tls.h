@@ -21,11 +21,25 @@ typedef enum pg_tls_id {
   PG_TLS_COUNT
 } pg_tls_id_t;
 
+/* The blocks' pointers (pg_tls.c): read inline, so that a block costs the per-copy path what
+ * the thread-local array it replaces did, and one test. */
+typedef struct pg_tls_block {
+  void *p;
+  size_t len; /* mapped bytes */
+} pg_tls_block_t;
+extern __thread pg_tls_block_t pg_tls_blocks[PG_TLS_COUNT];
+
+/* Maps the calling thread's block `id` (pg_tls_get's slow path). */
+void *pg_tls_map(pg_tls_id_t id, size_t bytes);
+
 /* The calling thread's block `id`, of `bytes` (the same for every call with that id), zeroed
  * when first mapped; NULL if it cannot be mapped. Async-signal-safe. */
-void *pg_tls_get(pg_tls_id_t id, size_t bytes);
+static inline void *pg_tls_get(pg_tls_id_t id, size_t bytes) {
+  void *p = pg_tls_blocks[id].p;
+  return __builtin_expect(p != NULL, 1) ? p : pg_tls_map(id, bytes);
+}
 
 /* The block if this thread has mapped it, else NULL; never maps. */
-void *pg_tls_peek(pg_tls_id_t id);
+static inline void *pg_tls_peek(pg_tls_id_t id) { return pg_tls_blocks[id].p; }
 
 #endif /* PG_TLS_H */

@@ -200,6 +200,8 @@ static void set_child_env(int latency, const char *replay) {
   char opts[600];
   char log[400];
   snprintf(log, sizeof log, "%s/pg%d", g_logdir, g_nchild);
+  /* max_wait_ms=0: a gate holds its stream until a blocking call opens it (fz_gate.c), so
+   * enforce must wait with the blocking synchronize, not poll the event until a deadline. */
   snprintf(opts, sizeof opts,
            "mode=%s:log_format=json:log_path=%s:dedup=0:max_reports=0:exitcode=0:guard=1:"
            "guard_min_bytes=%u:symbolize=0:print_summary=0:stack_depth=16:max_wait_ms=0",
