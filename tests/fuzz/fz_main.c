@@ -195,8 +195,6 @@ static unsigned long g_reports, g_required; /* over the passing seeds */
 static void set_child_env(int latency, const char *replay) {
   const char *pre = getenv("PG_PRELOAD");
   if (pre && *pre) setenv("LD_PRELOAD", pre, 1);
-  /* max_wait_ms=0: enforce's waits block in the event synchronize, where the gate library opens
-   * the gates that hold the work back (a bounded wait polls, and would wait out its limit). */
   char opts[600];
   char log[400];
   snprintf(log, sizeof log, "%s/pg%d", g_logdir, g_nchild);
