@@ -78,6 +78,7 @@ typedef struct dacc {
   int dir;
   uint64_t buf;     /* buffer generation */
   bool live;        /* its buffer is still pinned */
+  bool unguarded;   /* a CPU access's report named it: it guards its pages no more */
   uint64_t dsync0[FZ_MAXD]; /* --concurrent: other threads' device syncs, per device, done
                                before it was enqueued */
 } dacc_t;
@@ -99,7 +100,6 @@ typedef struct buf {
   size_t size;
   uint64_t gen;
   unsigned char *model;
-  bool released[FZ_MAXPAGES];
 } buf_t;
 
 typedef struct event {
@@ -456,46 +456,23 @@ static dacc_t *dacc_push(void) {
   return d;
 }
 
-/* This thread's live buffer holding a (in --concurrent runs another thread's slots may still
- * name memory it has just unmapped, which this thread's buffer may now occupy). */
-static buf_t *buf_of_addr(uintptr_t a) {
-  for (int i = t_base_b; i < t_base_b + M.cfg->slots; i++) {
-    buf_t *b = &M.b[i];
-    if (b->alive && a >= (uintptr_t)b->p && a < (uintptr_t)b->p + b->size) return b;
-  }
-  return NULL;
-}
+static int stream_index(uintptr_t stream, int device);
 
-static void release_range(buf_t *b, uintptr_t lo, uintptr_t hi) {
-  for (size_t pg = 0; pg < b->size / FZ_PAGE; pg++) {
-    uintptr_t p = (uintptr_t)b->p + pg * FZ_PAGE;
-    if (p < hi && lo < p + FZ_PAGE) b->released[pg] = true;
-  }
-}
-
-/* After a report of a CPU access (audit, and enforce once it has waited for what still ran),
- * pinguard lets the CPU through the faulting page and through every page of the GPU accesses the
- * report met, until a new access covers the page (or they are ordered, which only makes a report
- * impossible there, which the model never requires). */
+/* After a report of a CPU access (audit, and enforce once it has waited for what still ran), the
+ * GPU accesses the report names stop guarding their pages (pinguard lets go exactly the accesses
+ * its fault found, which are the ones it names); they stay unordered for every other check, and
+ * the pages stay protected for every other access. */
 static void release_pages_of(const rep_t *r) {
-  buf_t *b = buf_of_addr(r->addr);
-  if (!b) return;
-  uintptr_t page = r->addr & ~(uintptr_t)(FZ_PAGE - 1);
-  release_range(b, page, page + FZ_PAGE);
-  if (r->total > r->ngpu) { /* it met accesses the report does not show: any page may be open */
-    release_range(b, (uintptr_t)b->p, (uintptr_t)b->p + b->size);
-    return;
+  for (unsigned g = 0; g < r->ngpu; g++) {
+    int si = stream_index(r->g[g].stream, r->g[g].device);
+    for (size_t k = 0; k < T->nd; k++) {
+      dacc_t *d = &T->d[k];
+      if (d->live && d->stream == si && d->lo == r->g[g].addr && d->hi - d->lo == r->g[g].len)
+        d->unguarded = true;
+    }
   }
-  for (unsigned g = 0; g < r->ngpu; g++) release_range(b, r->g[g].addr, r->g[g].addr + r->g[g].len);
 }
 
-/* A new access re-arms the pages lying wholly inside it. */
-static void rearm(buf_t *b, uintptr_t lo, uintptr_t hi) {
-  for (size_t pg = 0; pg < b->size / FZ_PAGE; pg++) {
-    uintptr_t p = (uintptr_t)b->p + pg * FZ_PAGE;
-    if (lo <= p && p + FZ_PAGE <= hi) b->released[pg] = false;
-  }
-}
 
 /* Does gpu entry g of a report name a model access satisfying `ok`? */
 typedef bool (*acc_pred)(const dacc_t *d, const void *ctx);
@@ -747,7 +724,6 @@ static void op_alloc(int i, const fz_op_t *o) {
   if (g_trace && b->read_only) fprintf(stderr, "pgfuzz:   (registered read-only)\n");
   b->model = malloc(size);
   memset(b->model, fillv, size);
-  memset(b->released, 0, sizeof b->released);
 }
 
 typedef struct free_ctx {
@@ -892,7 +868,6 @@ static void enq_after(enq_t *q, cudaError_t err) {
     d->buf = q->b->gen;
     d->live = true;
     memcpy(d->dsync0, q->dsync0, sizeof d->dsync0);
-    rearm(q->b, d->lo, d->hi);
   }
 }
 
@@ -1049,10 +1024,10 @@ static void op_cpu(int i, const fz_op_t *o, uint64_t opened) {
   bool guarded = b->size >= M.cfg->guard_min;
   for (uintptr_t pg = lo & ~(uintptr_t)(FZ_PAGE - 1); pg < hi && guarded && !must; pg += FZ_PAGE) {
     size_t pi = (pg - (uintptr_t)b->p) / FZ_PAGE;
-    if (b->released[pi] || hfn_may_open(b, pg, op_open)) continue;
+    if (hfn_may_open(b, pg, op_open)) continue;
     for (size_t k = 0; k < T->nd && !must; k++) {
       const dacc_t *d = &T->d[k];
-      if (d->live && d->buf == b->gen && d->lo <= pg && pg + FZ_PAGE <= d->hi &&
+      if (d->live && !d->unguarded && d->buf == b->gen && d->lo <= pg && pg + FZ_PAGE <= d->hi &&
           (write || may_write(d->dir)) && surely_unordered(d, &most)) {
         must = true;
         snprintf(why, sizeof why, "page %zu lies wholly inside op #%d's unordered access", pi,
