@@ -85,8 +85,8 @@ void pg_policy_configure(const char *program_defaults, const char *env) {
   if (opts.suppressions.s[0])
     pg_supp_load_file(&supp, opts.suppressions.s, write_stderr_line, NULL);
   if (opts.help) {
-    static char help[8192];
-    size_t n = pg_options_help(help, sizeof help);
+    static char help[16384];
+    size_t n = pg_options_help(&opts, help, sizeof help);
     pg_write_all(2, help, n);
   }
   if (opts.verbosity >= 1) print_config();
