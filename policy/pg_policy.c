@@ -150,6 +150,24 @@ static void symbolize_one(const pg_stack_t *s, bool a2l, unsigned depth, pg_syms
   if (out->py_depth > depth) out->py_depth = depth;
 }
 
+/* The value of environment variable `name`, copied into out (cut to cap), or NULL. environ is
+ * scanned directly, without getenv's locale or secure-mode logic: a guard fault's report reads it
+ * from the signal handler. */
+static const char *env_peek(const char *name, char *out, size_t cap) {
+  extern char **environ;
+  size_t n = strlen(name);
+  for (char **e = environ; e && *e; e++) {
+    if (strncmp(*e, name, n) != 0 || (*e)[n] != '=') continue;
+    const char *v = *e + n + 1;
+    size_t len = strlen(v);
+    if (len >= cap) len = cap - 1;
+    memcpy(out, v, len);
+    out[len] = '\0';
+    return len ? out : NULL;
+  }
+  return NULL;
+}
+
 static void symbolize_all(const pg_report_t *r, pg_report_view_t *v) {
   bool a2l = opts.symbolize && !(r->flags & PG_REPORT_FROM_SIGNAL);
   unsigned depth = (unsigned)opts.stack_depth;
@@ -164,6 +182,9 @@ static void symbolize_all(const pg_report_t *r, pg_report_view_t *v) {
     symbolize_one(i < r->n_gpu && r->gpu ? r->gpu[i].stack : NULL, a2l, depth, &sym_gpu[i]);
     v->gpu[i] = &sym_gpu[i];
   }
+  /* pytest names the running test here (it sets the variable with putenv before each phase). */
+  static char test[PG_REPORT_TEST_MAX];
+  v->test = env_peek("PYTEST_CURRENT_TEST", test, sizeof test);
 }
 
 static void emit(const char *s, size_t n) { pg_sink_write(s, n); }

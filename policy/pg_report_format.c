@@ -256,6 +256,11 @@ void pg_report_format_text(pg_buf_t *b, const pg_report_view_t *v) {
     put_text_stack(b, v->region);
   }
   put_action_text(b, r);
+  if (v->test) {
+    pg_buf_puts(b, "  test: ");
+    pg_buf_puts(b, v->test);
+    pg_buf_putc(b, '\n');
+  }
 
   char summary[PG_SUMMARY_MAX + 1];
   pg_report_summary(v, summary, sizeof summary);
@@ -423,6 +428,16 @@ static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
   json_next_key(b, "waited_ms");
   pg_buf_ms_number(b, r->waited_ns);
 
+  if (v->test) { /* pytest's node id: the " (call)" phase is left out */
+    const char *phase = strstr(v->test, " (");
+    size_t n = phase ? (size_t)(phase - v->test) : strlen(v->test);
+    char id[PG_REPORT_TEST_MAX];
+    if (n >= sizeof id) n = sizeof id - 1;
+    memcpy(id, v->test, n);
+    id[n] = '\0';
+    json_next_key(b, "test");
+    pg_buf_json_str(b, id);
+  }
   char summary[PG_SUMMARY_MAX + 1];
   pg_report_summary(v, summary, sizeof summary);
   json_next_key(b, "summary");

@@ -386,3 +386,33 @@ Test(fmt, json_string_escapes_everything_unsafe) {
   pg_buf_json_str(&b, "a\"b\\c\n\x01\xff");
   cr_assert_str_eq(s, "\"a\\\"b\\\\c\\u000a\\u0001\\u00ff\"");
 }
+
+/* The pytest test that was running when the report was made: PYTEST_CURRENT_TEST, read at report
+ * time, as a "test:" line in text and as "test" (the node id, no phase) in JSON; absent without
+ * the variable. */
+Test(report_test_name, pytest_current_test_in_text_and_json, .init = setup_log) {
+  configure(NULL);
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_CPU_READ_DURING_DEVICE_WRITE);
+  setenv("PYTEST_CURRENT_TEST", "tests/test_kv.py::test_store[2-serialize] (call)", 1);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  tp_read_file(logfile, out, sizeof out);
+  cr_assert(strstr(out, "\n  test: tests/test_kv.py::test_store[2-serialize] (call)\nSUMMARY: "),
+            "%s", out);
+
+  setup_log();
+  configure("log_format=json");
+  t.r.kind = PG_KIND_FREE_DURING_DEVICE_ACCESS;
+  setenv("PYTEST_CURRENT_TEST", "tests/test_kv.py::test_free (teardown)", 1);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  tp_read_file(logfile, out, sizeof out);
+  cr_assert(strstr(out, ",\"test\":\"tests/test_kv.py::test_free\",\"summary\":"), "%s", out);
+
+  setup_log();
+  configure("log_format=json");
+  unsetenv("PYTEST_CURRENT_TEST");
+  t.r.kind = PG_KIND_RELEASE_DURING_DEVICE_ACCESS;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  tp_read_file(logfile, out, sizeof out);
+  cr_assert_null(strstr(out, "\"test\""), "%s", out);
+}
