@@ -144,9 +144,22 @@ static unsigned frames_to_print(const pg_stack_t *s, unsigned depth) {
   return counted < depth ? s->depth : n;
 }
 
+/* pinguard's own frames (its wrappers: "cudaHostAlloc.part.0 in libpinguard.so") are left out
+ * of every printed stack: the call the program made is the frame below them. */
+static void drop_own_frames(pg_symstack_t *out) {
+  unsigned n = 0;
+  for (unsigned i = 0; i < out->depth; i++) {
+    if (strncmp(pg_frame_module_base(&out->f[i]), "libpinguard", 11) == 0) continue;
+    if (n != i) out->f[n] = out->f[i];
+    n++;
+  }
+  out->depth = n;
+}
+
 /* stack_depth also bounds the Python frames (all of them are the user's or a library's). */
 static void symbolize_one(const pg_stack_t *s, bool a2l, unsigned depth, pg_symstack_t *out) {
   pg_symbolize_stack(s, frames_to_print(s, depth), a2l, out);
+  drop_own_frames(out);
   if (out->py_depth > depth) out->py_depth = depth;
 }
 
@@ -166,6 +179,25 @@ static const char *env_peek(const char *name, char *out, size_t cap) {
     return len ? out : NULL;
   }
   return NULL;
+}
+
+/* The CPU side of a report with the reporting thread's own Python frames, read now, once per
+ * violation (before de-duplication, whose key includes the innermost Python frame): with
+ * python_stacks off (enforce's default) no launch pays for them, and the SUMMARY can still name
+ * the user's line. Only when the access stack is this thread's (its tid,
+ * or 0 for a capture made in the fault handler before the thread had a number) and has none. */
+static const pg_report_t *with_access_pyframes(const pg_report_t *r) {
+  static pg_report_t copy;   /* under the report lock, never on a small signal stack */
+  static pg_stack_t access;
+  const pg_stack_t *st = r->access_stack;
+  if (!st || st->py_depth) return r;
+  if (st->tid && st->tid != pg_thread_number()) return r;
+  pg_stack_copy(&access, st);
+  pg_pystack_capture_now(&access);
+  if (!access.py_depth) return r;
+  copy = *r;
+  copy.access_stack = &access;
+  return &copy;
 }
 
 static void symbolize_all(const pg_report_t *r, pg_report_view_t *v) {
@@ -252,6 +284,8 @@ pg_verdict_t pg_policy_report(const pg_report_t *r) {
     return PG_VERDICT_IGNORED;
   }
   lock();
+  /* Before de-duplication: two reads of one native site from two Python lines are two reports. */
+  r = with_access_pyframes(r);
   /* Exit status: a violation enforce waited for did not happen; any other one did. */
   bool prevented = r->action == PG_ACTION_WAITED;
   pg_dedup_key_t key;

@@ -298,6 +298,46 @@ Test(report_format, summary_skips_runtime_frames) {
                         "serialize_chunk");
 }
 
+/* Without Python frames (enforce's launches, a thread the interpreter does not know), a SUMMARY
+ * names the innermost frame outside the interpreter, torch and pinguard: the user's own library,
+ * not _Pickler_Write, a copy kernel, a pybind11 lambda or libffi; with only such frames, the
+ * innermost of them that is not the runtime. */
+Test(report_format, summary_skips_interpreter_and_torch_frames) {
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_CPU_READ_DURING_DEVICE_WRITE);
+  static const char *const modules[] = {
+      "/usr/lib/libpinguard.so",
+      "/usr/lib/x86_64-linux-gnu/libc.so.6",
+      "/usr/lib/python3.11/lib-dynload/_pickle.cpython-311-x86_64-linux-gnu.so",
+      "/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so",
+      "/venv/lib/python3.11/site-packages/torch/lib/libtorch_python.so",
+      "/usr/lib/x86_64-linux-gnu/libffi.so.8",
+      "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0",
+      "/app/libkvengine.so"};
+  static const char *const functions[] = {"cudaMemcpyAsync", "memcpy", "_Pickler_Write",
+                                          "direct_copy_kernel", "pybind11_lambda", "ffi_call",
+                                          "_PyEval_EvalFrameDefault", "kv_stage"};
+  pg_symstack_t s;
+  memset(&s, 0, sizeof s);
+  s.present = true;
+  s.depth = 8;
+  for (unsigned i = 0; i < 8; i++) {
+    strcpy(s.f[i].module, modules[i]);
+    strcpy(s.f[i].function, functions[i]);
+  }
+  strcpy(s.f[7].file, "/app/kv/stage.c");
+  s.f[7].line = 31;
+  pg_report_view_t v = {.r = &t.r, .access = &s};
+  char sum[256];
+  pg_report_summary(&v, sum, sizeof sum);
+  cr_assert_str_eq(sum, "SUMMARY: pinguard: cpu-read-during-device-write /app/kv/stage.c:31 in "
+                        "kv_stage");
+  s.depth = 7; /* nothing of the program's own: the innermost outside the runtime */
+  pg_report_summary(&v, sum, sizeof sum);
+  cr_assert_str_eq(sum, "SUMMARY: pinguard: cpu-read-during-device-write "
+                        "_pickle.cpython-311-x86_64-linux-gnu.so+0x0 in _Pickler_Write");
+}
+
 Test(report_format, text_overflow_is_marked) {
   tp_report_t t;
   tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);

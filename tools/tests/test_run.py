@@ -55,6 +55,25 @@ def json_log():
         check(any(o["type"] == "summary" for o in lines), "and the exit summary", r)
 
 
+def own_frames():
+    """pinguard's own frames (its wrappers of cudaHostAlloc, cudaMemcpyAsync, cudaFreeHost) never
+    appear in a stack: each stack starts at the program's call, in text and in JSON."""
+    r = pinguard("run", "--", e2e("free_during_copy"), "bug")
+    check(reports_of(r.err, FREE) == 1, "one report", r)
+    check("libpinguard" not in r.err and "pg_cuda_" not in r.err, "no pinguard frame", r)
+    check(r.err.count("    #0 ") == 3 and "in main" in r.err.split("    #0 ")[1],
+          "each of the three stacks starts in main", r)
+    with tempfile.TemporaryDirectory() as tmp:
+        r = pinguard("run", "--json", "--log", tmp, "--", e2e("free_during_copy"), "bug")
+        with open(glob.glob(os.path.join(tmp, "pinguard.*"))[0]) as f:
+            report = [json.loads(line) for line in f if '"report"' in line][0]
+        stacks = [report["access"]["stack"], report["region"]["stack"]] + \
+            [g["stack"] for g in report["gpu"]]
+        modules = [fr["module"] for st in stacks for fr in st]
+        check(modules and not any("libpinguard" in m for m in modules),
+              "no JSON frame in libpinguard.so: %s" % modules, r)
+
+
 SHOW_ENV = "import os; print(os.environ['LD_PRELOAD']); print(os.environ['PINGUARD_OPTIONS'])"
 
 
@@ -146,5 +165,5 @@ def usage():
     check(r.rc == 2 and "PINGUARD_LIB" in r.err, "a bad PINGUARD_LIB is an error, not ignored", r)
 
 
-main({"audit": audit, "fixed": fixed, "enforce": enforce, "exitcode": exitcode_option,
+main({"audit": audit, "fixed": fixed, "own_frames": own_frames, "enforce": enforce, "exitcode": exitcode_option,
       "json_log": json_log, "environment": environment, "simcuda": simcuda, "usage": usage})
