@@ -157,8 +157,8 @@ static void drop_own_frames(pg_symstack_t *out) {
 }
 
 /* stack_depth also bounds the Python frames (all of them are the user's or a library's). */
-static void symbolize_one(const pg_stack_t *s, bool a2l, unsigned depth, pg_symstack_t *out) {
-  pg_symbolize_stack(s, frames_to_print(s, depth), a2l, out);
+static void symbolize_one(const pg_stack_t *s, unsigned how, unsigned depth, pg_symstack_t *out) {
+  pg_symbolize_stack(s, frames_to_print(s, depth), how, out);
   drop_own_frames(out);
   if (out->py_depth > depth) out->py_depth = depth;
 }
@@ -201,7 +201,10 @@ static const pg_report_t *with_access_pyframes(const pg_report_t *r) {
 }
 
 static void symbolize_all(const pg_report_t *r, pg_report_view_t *v) {
-  bool a2l = opts.symbolize && !(r->flags & PG_REPORT_FROM_SIGNAL);
+  /* A signal handler cannot start addr2line; the modules' own line tables are read instead. */
+  unsigned a2l = !opts.symbolize                      ? 0
+                 : (r->flags & PG_REPORT_FROM_SIGNAL) ? PG_SYM_LINE_TABLE
+                                                      : PG_SYM_ADDR2LINE | PG_SYM_LINE_TABLE;
   unsigned depth = (unsigned)opts.stack_depth;
   memset(v, 0, sizeof *v);
   v->r = r;
