@@ -50,15 +50,16 @@ static uint64_t uleb(cursor_t *c) {
   return 0;
 }
 
-static int64_t sleb(cursor_t *c) {
-  int64_t v = 0;
+/* A signed LEB128 number, as its two's-complement bits (the caller adds it modulo 2^64). */
+static uint64_t sleb(cursor_t *c) {
+  uint64_t v = 0;
   unsigned shift = 0;
   while (need(c, 1)) {
     uint8_t b = *c->p++;
-    if (shift < 64) v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
+    if (shift < 64) v |= (uint64_t)(b & 0x7f) << shift;
     shift += 7;
     if (!(b & 0x80)) {
-      if (shift < 64 && (b & 0x40)) v |= -((int64_t)1 << shift);
+      if (shift < 64 && (b & 0x40)) v |= ~0ull << shift;
       return v;
     }
   }
@@ -250,7 +251,7 @@ static bool file_name(const unit_t *u, const sections_t *secs, uint64_t index, c
 /* ---- the line program ------------------------------------------------------------------------ */
 typedef struct row {
   uint64_t address, file;
-  int64_t line;
+  uint64_t line; /* modulo 2^64: a garbage table cannot overflow anything */
   bool valid;
 } row_t;
 
@@ -272,7 +273,7 @@ static bool run_program(const unit_t *u, uint64_t addr, row_t *hit) {
     if (op >= u->opcode_base) {
       unsigned adj = op - u->opcode_base;
       reg.address += (uint64_t)(adj / u->line_range) * u->min_inst;
-      reg.line += u->line_base + (int)(adj % u->line_range);
+      reg.line += (uint64_t)(int64_t)(u->line_base + (int)(adj % u->line_range));
       EMIT(false);
       continue;
     }
@@ -322,7 +323,7 @@ bool pg_dwarf_line(const char *path, uintptr_t addr, char *file, size_t cap, uns
         row_t hit;
         while (!found && !c.bad && c.p < c.end) {
           if (!read_unit(&c, &u)) continue;
-          if (!run_program(&u, addr, &hit) || hit.line <= 0) continue;
+          if (!run_program(&u, addr, &hit) || !hit.line || hit.line > 0xffffffffu) continue;
           found = file_name(&u, &secs, hit.file, file, cap);
           if (found) *line = (unsigned)hit.line;
         }
