@@ -285,14 +285,19 @@ pg_option_info_t pg_options_info(size_t i) {
   return infos[i];
 }
 
+/* Option i's value in *o, as it would be written in PINGUARD_OPTIONS. */
+static void fmt_value(const pg_options_t *o, size_t i, pg_buf_t *b) {
+  size_t idx = 0;
+#define OPT(type, name, def, desc) \
+  if (idx++ == i) fmt_##type(&o->name, b);
+#include "pg_options.inc"
+#undef OPT
+}
+
 static void fmt_default(size_t i, pg_buf_t *b) {
   pg_options_t defaults; /* ~2 KiB: fine on any thread stack, and thread-safe unlike a static */
   pg_options_set_defaults(&defaults);
-  size_t idx = 0;
-#define OPT(type, name, def, desc) \
-  if (idx++ == i) fmt_##type(&defaults.name, b);
-#include "pg_options.inc"
-#undef OPT
+  fmt_value(&defaults, i, b);
 }
 
 size_t pg_options_default_text(size_t i, char *out, size_t cap) {
@@ -302,15 +307,37 @@ size_t pg_options_default_text(size_t i, char *out, size_t cap) {
   return b.len;
 }
 
-size_t pg_options_help(char *out, size_t cap) {
+/* "name=<in force> (default)" or "name=<in force> (default <default>)". */
+static void help_value(const pg_options_t *in_force, size_t i, pg_buf_t *b) {
+  char now[PG_OPT_STR_MAX + 8], def[PG_OPT_STR_MAX + 8];
+  pg_buf_t nb, db;
+  pg_buf_init(&nb, now, sizeof now);
+  pg_buf_init(&db, def, sizeof def);
+  fmt_default(i, &db);
+  if (in_force)
+    fmt_value(in_force, i, &nb);
+  else
+    fmt_default(i, &nb);
+  pg_buf_puts(b, now[0] ? now : "\"\"");
+  if (strcmp(now, def) == 0) {
+    pg_buf_puts(b, " (default)");
+  } else {
+    pg_buf_puts(b, " (default ");
+    pg_buf_puts(b, def[0] ? def : "\"\"");
+    pg_buf_putc(b, ')');
+  }
+}
+
+size_t pg_options_help(const pg_options_t *in_force, char *out, size_t cap) {
   pg_buf_t b;
   pg_buf_init(&b, out, cap);
-  pg_buf_puts(&b, "pinguard: options (PINGUARD_OPTIONS=key=value:key=value...):\n");
+  pg_buf_puts(&b, "pinguard: options in force, each with its default "
+                  "(PINGUARD_OPTIONS=key=value:key=value...):\n");
   for (size_t i = 0; i < pg_options_count(); i++) {
     pg_buf_puts(&b, "  ");
     pg_buf_puts(&b, infos[i].name);
     pg_buf_putc(&b, '=');
-    fmt_default(i, &b);
+    help_value(in_force, i, &b);
     pg_buf_puts(&b, "  ");
     pg_buf_puts(&b, infos[i].description);
     pg_buf_putc(&b, '\n');

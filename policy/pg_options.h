@@ -54,9 +54,11 @@ void pg_options_set_defaults(pg_options_t *o);
 int pg_options_parse(pg_options_t *o, const char *str, const char *source, pg_warn_fn warn,
                      void *ctx);
 
-/* The help=1 text: one line per option, "  name=<default>  description". Returns the length
- * written (the text is cut, with a visible marker, if cap is too small). */
-size_t pg_options_help(char *out, size_t cap);
+/* The help=1 text: one line per option, "  name=<value> (default)  description" when the value
+ * in force is the default, "  name=<value> (default <default>)  description" when not (an empty
+ * string is written ""). in_force NULL: the defaults. Returns the length written (the text is
+ * cut, with a visible marker, if cap is too small). */
+size_t pg_options_help(const pg_options_t *in_force, char *out, size_t cap);
 
 /* Number of options, and name/type/default/description of option i (for docs and tests). */
 size_t pg_options_count(void);

@@ -85,8 +85,8 @@ void pg_policy_configure(const char *program_defaults, const char *env) {
   if (opts.suppressions.s[0])
     pg_supp_load_file(&supp, opts.suppressions.s, write_stderr_line, NULL);
   if (opts.help) {
-    static char help[8192];
-    size_t n = pg_options_help(help, sizeof help);
+    static char help[16384];
+    size_t n = pg_options_help(&opts, help, sizeof help);
     pg_write_all(2, help, n);
   }
   if (opts.verbosity >= 1) print_config();
@@ -144,14 +144,67 @@ static unsigned frames_to_print(const pg_stack_t *s, unsigned depth) {
   return counted < depth ? s->depth : n;
 }
 
+/* pinguard's own frames (its wrappers: "cudaHostAlloc.part.0 in libpinguard.so") are left out
+ * of every printed stack: the call the program made is the frame below them. */
+static void drop_own_frames(pg_symstack_t *out) {
+  unsigned n = 0;
+  for (unsigned i = 0; i < out->depth; i++) {
+    if (strncmp(pg_frame_module_base(&out->f[i]), "libpinguard", 11) == 0) continue;
+    if (n != i) out->f[n] = out->f[i];
+    n++;
+  }
+  out->depth = n;
+}
+
 /* stack_depth also bounds the Python frames (all of them are the user's or a library's). */
-static void symbolize_one(const pg_stack_t *s, bool a2l, unsigned depth, pg_symstack_t *out) {
-  pg_symbolize_stack(s, frames_to_print(s, depth), a2l, out);
+static void symbolize_one(const pg_stack_t *s, unsigned how, unsigned depth, pg_symstack_t *out) {
+  pg_symbolize_stack(s, frames_to_print(s, depth), how, out);
+  drop_own_frames(out);
   if (out->py_depth > depth) out->py_depth = depth;
 }
 
+/* The value of environment variable `name`, copied into out (cut to cap), or NULL. environ is
+ * scanned directly, without getenv's locale or secure-mode logic: a guard fault's report reads it
+ * from the signal handler. */
+static const char *env_peek(const char *name, char *out, size_t cap) {
+  extern char **environ;
+  size_t n = strlen(name);
+  for (char **e = environ; e && *e; e++) {
+    if (strncmp(*e, name, n) != 0 || (*e)[n] != '=') continue;
+    const char *v = *e + n + 1;
+    size_t len = strlen(v);
+    if (len >= cap) len = cap - 1;
+    memcpy(out, v, len);
+    out[len] = '\0';
+    return len ? out : NULL;
+  }
+  return NULL;
+}
+
+/* The CPU side of a report with the reporting thread's own Python frames, read now, once per
+ * violation (before de-duplication, whose key includes the innermost Python frame): with
+ * python_stacks off (enforce's default) no launch pays for them, and the SUMMARY can still name
+ * the user's line. Only when the access stack is this thread's (its tid,
+ * or 0 for a capture made in the fault handler before the thread had a number) and has none. */
+static const pg_report_t *with_access_pyframes(const pg_report_t *r) {
+  static pg_report_t copy;   /* under the report lock, never on a small signal stack */
+  static pg_stack_t access;
+  const pg_stack_t *st = r->access_stack;
+  if (!st || st->py_depth) return r;
+  if (st->tid && st->tid != pg_thread_number()) return r;
+  pg_stack_copy(&access, st);
+  pg_pystack_capture_now(&access);
+  if (!access.py_depth) return r;
+  copy = *r;
+  copy.access_stack = &access;
+  return &copy;
+}
+
 static void symbolize_all(const pg_report_t *r, pg_report_view_t *v) {
-  bool a2l = opts.symbolize && !(r->flags & PG_REPORT_FROM_SIGNAL);
+  /* A signal handler cannot start addr2line; the modules' own line tables are read instead. */
+  unsigned a2l = !opts.symbolize                      ? 0
+                 : (r->flags & PG_REPORT_FROM_SIGNAL) ? PG_SYM_LINE_TABLE
+                                                      : PG_SYM_ADDR2LINE | PG_SYM_LINE_TABLE;
   unsigned depth = (unsigned)opts.stack_depth;
   memset(v, 0, sizeof *v);
   v->r = r;
@@ -164,6 +217,9 @@ static void symbolize_all(const pg_report_t *r, pg_report_view_t *v) {
     symbolize_one(i < r->n_gpu && r->gpu ? r->gpu[i].stack : NULL, a2l, depth, &sym_gpu[i]);
     v->gpu[i] = &sym_gpu[i];
   }
+  /* pytest names the running test here (it sets the variable with putenv before each phase). */
+  static char test[PG_REPORT_TEST_MAX];
+  v->test = env_peek("PYTEST_CURRENT_TEST", test, sizeof test);
 }
 
 static void emit(const char *s, size_t n) { pg_sink_write(s, n); }
@@ -231,6 +287,8 @@ pg_verdict_t pg_policy_report(const pg_report_t *r) {
     return PG_VERDICT_IGNORED;
   }
   lock();
+  /* Before de-duplication: two reads of one native site from two Python lines are two reports. */
+  r = with_access_pyframes(r);
   /* Exit status: a violation enforce waited for did not happen; any other one did. */
   bool prevented = r->action == PG_ACTION_WAITED || r->action == PG_ACTION_COMPLETED;
   pg_dedup_key_t key;

@@ -66,7 +66,8 @@ typedef enum pg_verdict {
 
 /* Counts, de-duplicates, matches suppressions and prints one violation. Thread-safe; the
  * report's pointers need to live only for the call. Set PG_REPORT_FROM_SIGNAL in r->flags from
- * a signal handler: symbolization is then dladdr only (no fork, no malloc). */
+ * a signal handler: symbolization then uses dladdr, the symbol tables and the line tables only
+ * (no addr2line, no fork, no malloc). */
 pg_verdict_t pg_policy_report(const pg_report_t *r);
 
 /* Enforce waits: counted in the summary ("K waits totalling T ms") and in the stats. */

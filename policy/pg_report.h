@@ -81,7 +81,8 @@ typedef enum pg_action {
 #define PG_REPORT_MAX_GPU 4
 
 /* Flags for pg_report_t.flags. */
-#define PG_REPORT_FROM_SIGNAL 1u /* printing from a signal handler: dladdr only, no fork, no malloc */
+#define PG_REPORT_FROM_SIGNAL 1u /* printing from a signal handler: no addr2line (file:line from the
+                                  * modules' own line tables), no fork, no malloc */
 
 typedef struct pg_report {
   pg_report_kind_t kind;

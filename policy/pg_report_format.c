@@ -18,10 +18,33 @@ static bool runtime_frame(const pg_frame_t *f) {
   return false;
 }
 
+/* Frames of the Python interpreter (its library, executable and extension modules), of the
+ * libraries under a Python program's own code (libffi under ctypes, PyTorch and its C++ runtime)
+ * and of the C++ and OpenMP runtimes: a SUMMARY names the program's code below them when there
+ * is any (a user's own C extension, a ctypes library), not _Pickler_Write or a copy kernel. */
+static bool platform_frame(const pg_frame_t *f) {
+  static const char *const prefixes[] = {"libpython", "python", "libffi", "libtorch", "libc10",
+                                         "libshm", "libstdc++", "libgcc_s", "libgomp"};
+  static const char *const dirs[] = {"/lib-dynload/", "/site-packages/torch/",
+                                     "/dist-packages/torch/", "/site-packages/nvidia/",
+                                     "/dist-packages/nvidia/"};
+  const char *base = pg_frame_module_base(f);
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0) return true;
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+    if (strstr(f->module, dirs[i])) return true;
+  return false;
+}
+
+/* The native frame a SUMMARY names: the innermost outside the runtime and the platform, else
+ * the innermost outside the runtime, else the innermost. */
 static const pg_frame_t *summary_frame(const pg_report_view_t *v) {
   const pg_symstack_t *s = v->access && v->access->present && v->access->depth ? v->access : NULL;
   if (!s && v->r->n_gpu && v->gpu[0] && v->gpu[0]->present && v->gpu[0]->depth) s = v->gpu[0];
   if (!s) return NULL;
+  for (unsigned i = 0; i < s->depth; i++)
+    if (s->f[i].module[0] && !runtime_frame(&s->f[i]) && !platform_frame(&s->f[i]))
+      return &s->f[i];
   for (unsigned i = 0; i < s->depth; i++)
     if (s->f[i].module[0] && !runtime_frame(&s->f[i])) return &s->f[i];
   return &s->f[0];
@@ -286,6 +309,11 @@ void pg_report_format_text(pg_buf_t *b, const pg_report_view_t *v) {
     put_text_stack(b, v->region);
   }
   put_action_text(b, r);
+  if (v->test) {
+    pg_buf_puts(b, "  test: ");
+    pg_buf_puts(b, v->test);
+    pg_buf_putc(b, '\n');
+  }
 
   char summary[PG_SUMMARY_MAX + 1];
   pg_report_summary(v, summary, sizeof summary);
@@ -460,6 +488,16 @@ static void json_body(pg_buf_t *b, const pg_report_view_t *v, bool frames) {
   json_next_key(b, "waited_ms");
   pg_buf_ms_number(b, r->waited_ns);
 
+  if (v->test) { /* pytest's node id: the " (call)" phase is left out */
+    const char *phase = strstr(v->test, " (");
+    size_t n = phase ? (size_t)(phase - v->test) : strlen(v->test);
+    char id[PG_REPORT_TEST_MAX];
+    if (n >= sizeof id) n = sizeof id - 1;
+    memcpy(id, v->test, n);
+    id[n] = '\0';
+    json_next_key(b, "test");
+    pg_buf_json_str(b, id);
+  }
   char summary[PG_SUMMARY_MAX + 1];
   pg_report_summary(v, summary, sizeof summary);
   json_next_key(b, "summary");

@@ -12,6 +12,8 @@
 
 /* Longest SUMMARY line, as the sanitizers cap theirs. */
 #define PG_SUMMARY_MAX 1024
+/* Longest test name kept (longer ones are cut). */
+#define PG_REPORT_TEST_MAX 512
 
 typedef struct pg_report_view {
   const pg_report_t *r;
@@ -20,6 +22,10 @@ typedef struct pg_report_view {
   const pg_symstack_t *access;                /* each may be NULL or !present */
   const pg_symstack_t *region;
   const pg_symstack_t *gpu[PG_REPORT_MAX_GPU];
+  /* The test that was running (pytest's PYTEST_CURRENT_TEST at report time,
+   * "path::name (phase)"), or NULL: printed as a "test:" line, and in JSON as "test" (the node id,
+   * without the phase). */
+  const char *test;
 } pg_report_view_t;
 
 /* "SUMMARY: pinguard: <kind> <file:line> in <func>", at most PG_SUMMARY_MAX bytes, no newline.

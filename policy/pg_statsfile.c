@@ -152,6 +152,35 @@ size_t pg_statsfile_name(char *out, size_t cap, int pid) {
 }
 
 /* ---- write --------------------------------------------------------------------------------- */
+/* Creates the directories leading to the file `path` (mkdir -p of its dirname). Returns 0 when
+ * they exist afterwards, -1 with errno set otherwise. */
+static int make_parents(const char *path) {
+  char dir[PG_OPT_STR_MAX + 64];
+  size_t n = strlen(path);
+  if (n >= sizeof dir) return errno = ENAMETOOLONG, -1;
+  memcpy(dir, path, n + 1);
+  char *last = strrchr(dir, '/');
+  if (!last || last == dir) return 0; /* a file in the working directory, or in / */
+  *last = '\0';
+  for (char *p = dir + 1; ; p++) {
+    if (*p == '/' || *p == '\0') {
+      char c = *p;
+      *p = '\0';
+      if (mkdir(dir, 0755) != 0 && errno != EEXIST) return -1;
+      *p = c;
+      if (!c) break;
+    }
+  }
+  return 0;
+}
+
+static int open_creating_parents(const char *tmp) {
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0 || errno != ENOENT) return fd;
+  if (make_parents(tmp) != 0) return -1;
+  return open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+}
+
 static int write_locked(void) {
   if (!base_path[0]) return 0;
   int pid = (int)getpid();
@@ -160,7 +189,7 @@ static int write_locked(void) {
   /* Same directory (rename is atomic only there), a name the collector skips (not *.prom). */
   snprintf(tmp, sizeof tmp, "%s.tmp", name);
   size_t len = pg_statsfile_format(text, sizeof text, pid);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = open_creating_parents(tmp);
   if (fd < 0) return -1;
   pg_write_all(fd, text, len);
   int err = close(fd);
@@ -180,17 +209,23 @@ int pg_statsfile_write(void) {
   return r;
 }
 
-static void warn_once(const char *what) {
+/* "pinguard: WARNING: stats_path: <what> <file> (<errno text>)...", once per process. */
+static void warn_once(const char *what, const char *then) {
   static atomic_bool warned;
   if (atomic_exchange(&warned, true)) return;
-  char line[PG_OPT_STR_MAX + 160];
+  int e = errno;
+  char name[PG_OPT_STR_MAX + 48];
+  pg_statsfile_name(name, sizeof name, (int)getpid());
+  char line[2 * PG_OPT_STR_MAX + 160];
   pg_buf_t b;
   pg_buf_init(&b, line, sizeof line);
   pg_buf_puts(&b, "pinguard: WARNING: stats_path: ");
   pg_buf_puts(&b, what);
+  pg_buf_putc(&b, ' ');
+  pg_buf_puts(&b, name);
   pg_buf_puts(&b, " (");
-  pg_buf_puts(&b, strerror(errno));
-  pg_buf_puts(&b, "); retrying each interval\n");
+  pg_buf_puts(&b, strerror(e));
+  pg_buf_puts(&b, then);
   pg_write_all(2, line, b.len);
 }
 
@@ -201,7 +236,8 @@ static void *writer(void *arg) {
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
     if (atomic_load(&finished)) return NULL;
-    if (pg_statsfile_write() != 0) warn_once("cannot rewrite the counters file");
+    if (pg_statsfile_write() != 0)
+      warn_once("cannot rewrite the counters file", "); retrying each interval\n");
   }
 }
 
@@ -221,7 +257,7 @@ static void start_thread(void) {
     atomic_store(&running, true);
   } else {
     errno = err;
-    warn_once("cannot start the writer thread");
+    warn_once("cannot start the writer thread for", "); the file is written at exit only\n");
   }
 }
 
@@ -238,7 +274,7 @@ void pg_statsfile_finish(bool active) {
   if (!base_path[0]) return;
   pthread_mutex_lock(&file_lock);
   if (!atomic_load(&finished) && (active || atomic_load(&running))) {
-    if (write_locked() != 0) warn_once("cannot write the counters file at exit");
+    if (write_locked() != 0) warn_once("cannot write the counters file at exit:", ")\n");
   }
   atomic_store(&finished, true);
   pthread_mutex_unlock(&file_lock);

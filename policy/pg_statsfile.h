@@ -23,7 +23,8 @@ void pg_statsfile_count_report(unsigned kind);
 /* The file's contents now, for the given pid; returns the length (cut at cap-1, NUL-ended). */
 size_t pg_statsfile_format(char *out, size_t cap, int pid);
 /* The file name for pid: "<path>.<pid>", "<path minus .prom>.<pid>.prom", or
- * "<dir>/pinguard.<pid>.prom" for a directory. Returns its length. */
+ * "<dir>/pinguard.<pid>.prom" for a directory. Returns its length. Missing directories on the
+ * way to it are created when it is written; a failure is warned about once, naming the file. */
 size_t pg_statsfile_name(char *out, size_t cap, int pid);
 /* Rewrites the file now (temporary file + rename). 0 on success, -1 (errno kept) otherwise. */
 int pg_statsfile_write(void);

@@ -65,6 +65,27 @@ static bool reserve_one(pg_suppressions_t *s) {
 
 static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
+static const char *const stack_names[] = {"any", "access", "alloc", "launch"};
+
+/* "@access" and the like after a kind: the stack it names, or -1. */
+static int stack_from_name(const char *s, size_t n) {
+  for (int i = 0; i < (int)(sizeof stack_names / sizeof stack_names[0]); i++)
+    if (strlen(stack_names[i]) == n && memcmp(s, stack_names[i], n) == 0) return i;
+  return -1;
+}
+
+/* A pattern "name:line": its line (1 or more), with *name_len set to the name's length; 0 when
+ * the pattern is not of that form (then it is a name pattern). */
+static unsigned file_line_of(const char *pat, size_t pn, size_t *name_len) {
+  size_t i = pn;
+  while (i > 0 && pat[i - 1] >= '0' && pat[i - 1] <= '9') i--;
+  if (i == pn || i < 2 || pat[i - 1] != ':' || pn - i > 9) return 0;
+  unsigned line = 0;
+  for (size_t k = i; k < pn; k++) line = line * 10 + (unsigned)(pat[k] - '0');
+  *name_len = i - 1;
+  return line;
+}
+
 /* One line, without its newline. Returns 1 if it produced a warning. */
 static int parse_line(pg_suppressions_t *s, const char *line, size_t n, const char *source,
                       unsigned lineno, pg_warn_fn warn, void *ctx) {
@@ -81,6 +102,16 @@ static int parse_line(pg_suppressions_t *s, const char *line, size_t n, const ch
   const char *pat = colon + 1;
   size_t pn = n - (size_t)(pat - line);
   while (pn && is_blank(*pat)) pat++, pn--;
+  int stack = PG_SUPP_ANY;
+  const char *at = memchr(line, '@', kn);
+  if (at) {
+    if ((stack = stack_from_name(at + 1, kn - (size_t)(at + 1 - line))) < 0) {
+      supp_warn(warn, ctx, source, lineno, "unknown stack (expected @access, @launch, @alloc or "
+                "@any) in", line, n);
+      return 1;
+    }
+    kn = (size_t)(at - line);
+  }
   int kind;
   if (kn == 1 && line[0] == '*') {
     kind = -1;
@@ -102,14 +133,25 @@ static int parse_line(pg_suppressions_t *s, const char *line, size_t n, const ch
   }
   pg_supp_rule_t *r = &s->rules[s->n++];
   r->kind = kind;
+  r->stack = (pg_supp_stack_t)stack;
   r->hits = 0;
-  memcpy(r->pattern, pat, pn);
-  r->pattern[pn] = '\0';
+  size_t name_len = pn;
+  r->line = file_line_of(pat, pn, &name_len);
+  memcpy(r->pattern, pat, name_len);
+  r->pattern[name_len] = '\0';
   pg_buf_t b;
   pg_buf_init(&b, r->text, sizeof r->text);
   pg_buf_puts(&b, kind < 0 ? "*" : pg_report_kind_name(kind));
+  if (at) {
+    pg_buf_putc(&b, '@');
+    pg_buf_puts(&b, stack_names[stack]);
+  }
   pg_buf_putc(&b, ':');
   pg_buf_puts(&b, r->pattern);
+  if (r->line) {
+    pg_buf_putc(&b, ':');
+    pg_buf_u64(&b, r->line);
+  }
   return 0;
 }
 
@@ -245,6 +287,38 @@ static bool pyframe_matches(const char *pat, const pg_pyframe_t *f) {
   return pg_supp_pattern_match(pat, f->file) || (base && pg_supp_pattern_match(pat, base + 1));
 }
 
+/* A file:line rule's file name against a frame's file: the whole path, or its end after a '/'. */
+static bool file_ends_with(const char *path, const char *name) {
+  if (!path[0]) return false;
+  size_t nn = strlen(name);
+  if (glob(name, nn, path)) return true;
+  char tail[PG_SUPP_PATTERN_MAX + 2] = "*/";
+  memcpy(tail + 2, name, nn);
+  return glob(tail, nn + 2, path);
+}
+
+static bool rule_matches_stack(const pg_supp_rule_t *rule, const pg_symstack_t *st) {
+  if (rule->line) {
+    for (unsigned f = 0; f < st->depth; f++)
+      if (st->f[f].line == rule->line && file_ends_with(st->f[f].file, rule->pattern))
+        return true;
+    for (unsigned f = 0; f < st->py_depth; f++)
+      if (st->py[f].line == rule->line && file_ends_with(st->py[f].file, rule->pattern))
+        return true;
+    return false;
+  }
+  for (unsigned f = 0; f < st->depth; f++)
+    if (frame_matches(rule->pattern, &st->f[f])) return true;
+  for (unsigned f = 0; f < st->py_depth; f++) /* Python frames: function, file */
+    if (pyframe_matches(rule->pattern, &st->py[f])) return true;
+  return false;
+}
+
+/* The role of the report's i-th stack (pg_supp_match's order). */
+static pg_supp_stack_t stack_role(size_t i) {
+  return i == 0 ? PG_SUPP_ACCESS : i == 1 ? PG_SUPP_ALLOC : PG_SUPP_LAUNCH;
+}
+
 int pg_supp_match(const pg_suppressions_t *s, int kind, const pg_symstack_t *const *stacks,
                   size_t nstacks) {
   for (unsigned r = 0; r < s->n; r++) {
@@ -253,10 +327,8 @@ int pg_supp_match(const pg_suppressions_t *s, int kind, const pg_symstack_t *con
     for (size_t i = 0; i < nstacks; i++) {
       const pg_symstack_t *st = stacks[i];
       if (!st || !st->present) continue;
-      for (unsigned f = 0; f < st->depth; f++)
-        if (frame_matches(rule->pattern, &st->f[f])) return (int)r;
-      for (unsigned f = 0; f < st->py_depth; f++) /* Python frames: function, file */
-        if (pyframe_matches(rule->pattern, &st->py[f])) return (int)r;
+      if (rule->stack != PG_SUPP_ANY && rule->stack != stack_role(i)) continue;
+      if (rule_matches_stack(rule, st)) return (int)r;
     }
   }
   return -1;

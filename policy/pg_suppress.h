@@ -13,9 +13,21 @@
 
 #define PG_SUPP_PATTERN_MAX 256
 
+/* Which of a report's stacks a rule looks at: "kind@access:pattern" and so on. The stacks are
+ * passed to pg_supp_match in the report's order: the access stack, then the allocation stack,
+ * then the launch stacks of the in-flight GPU accesses. */
+typedef enum pg_supp_stack {
+  PG_SUPP_ANY,    /* no '@', or "@any": every stack */
+  PG_SUPP_ACCESS, /* "@access": the violating access (CPU read, free, system call, ...) */
+  PG_SUPP_ALLOC,  /* "@alloc": the pinned buffer's allocation or registration */
+  PG_SUPP_LAUNCH, /* "@launch": the in-flight GPU accesses' launches */
+} pg_supp_stack_t;
+
 typedef struct pg_supp_rule {
   int kind;                          /* pg_report_kind_t, or -1 for '*' (every kind) */
-  char pattern[PG_SUPP_PATTERN_MAX];
+  pg_supp_stack_t stack;
+  unsigned line;                     /* a file:line rule's line; 0 for a name pattern */
+  char pattern[PG_SUPP_PATTERN_MAX]; /* the name pattern, or a file:line rule's file name */
   char text[PG_SUPP_PATTERN_MAX + 48]; /* the rule as written, for the exit counts */
   uint64_t hits;
 } pg_supp_rule_t;
@@ -45,8 +57,12 @@ int pg_supp_load_file(pg_suppressions_t *s, const char *path, pg_warn_fn warn, v
  * match anywhere in str. */
 bool pg_supp_pattern_match(const char *pattern, const char *str);
 
-/* The first rule matching this kind and any function, source file or module (full path or base
- * name) in the given stacks, or -1. Does not count the hit. */
+/* The first rule matching this kind and, in the stacks its '@' names (all by default), either
+ * (a name pattern) any function, source file or module (full path or base name), or (a pattern
+ * "file:line", the line in decimal) a frame, native or Python, at that line of a file whose path
+ * is that file name or ends with "/" and it ('*' wildcards allowed in the name). stacks[0] is the
+ * access stack, stacks[1] the allocation stack, the rest launch stacks; any may be NULL. Returns
+ * the rule's index or -1. Does not count the hit. */
 int pg_supp_match(const pg_suppressions_t *s, int kind, const pg_symstack_t *const *stacks,
                   size_t nstacks);
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "pg_demangle.h"
+#include "pg_dwarf_line.h"
 #include "pg_fmt.h"
 
 extern char **environ;
@@ -265,7 +266,7 @@ static bool symtab_function(const char *path, uintptr_t addr, char *out, size_t 
  * A return address points after its call, which may be the last bytes of its function (a call
  * to a noreturn function): every lookup uses pc-1, inside the call. An exact pc is looked up as
  * is, or a fault on a function's first instruction would be blamed on the function before it. */
-static void symbolize_pc(void *pc, bool exact, bool use_addr2line, pg_frame_t *f) {
+static void symbolize_pc(void *pc, bool exact, unsigned how, pg_frame_t *f) {
   memset(f, 0, sizeof *f);
   f->pc = pc;
   if (!pc) return;
@@ -280,7 +281,10 @@ static void symbolize_pc(void *pc, bool exact, bool use_addr2line, pg_frame_t *f
   uintptr_t addr = eh->e_type == ET_EXEC ? (uintptr_t)at : (uintptr_t)at - (uintptr_t)di.dli_fbase;
   char path[256];
   helper_path(&di, path, sizeof path);
-  if (use_addr2line && find_addr2line()) ask_addr2line(path, addr, f); /* -C: demangled */
+  if ((how & PG_SYM_ADDR2LINE) && find_addr2line()) ask_addr2line(path, addr, f); /* -C */
+  if (!f->line && (how & PG_SYM_LINE_TABLE) &&
+      !pg_dwarf_line(path, addr, f->file, sizeof f->file, &f->line))
+    f->file[0] = '\0';
   if (f->function[0]) return;
   /* dladdr, else the module's own symbol table (a static function has no dynamic symbol), in
    * full: a C++ name is demangled from all of it, then cut to fit. Static: under the report
@@ -307,7 +311,7 @@ static bool eval_loop_frame(const pg_frame_t *f) {
          strncmp(f->function, "PyEval_EvalFrame", 16) == 0;
 }
 
-void pg_symbolize_stack(const pg_stack_t *s, unsigned max_depth, bool use_addr2line,
+void pg_symbolize_stack(const pg_stack_t *s, unsigned max_depth, unsigned how,
                         pg_symstack_t *out) {
   out->present = s != NULL;
   out->depth = 0;
@@ -322,7 +326,7 @@ void pg_symbolize_stack(const pg_stack_t *s, unsigned max_depth, bool use_addr2l
   if (n > PG_STACK_MAX) n = PG_STACK_MAX;
   if (n > max_depth) n = max_depth;
   for (unsigned i = 0; i < n; i++) {
-    symbolize_pc(s->pc[i], i == 0 && (s->flags & PG_STACK_EXACT_PC0), use_addr2line, &out->f[i]);
+    symbolize_pc(s->pc[i], i == 0 && (s->flags & PG_STACK_EXACT_PC0), how, &out->f[i]);
     if (py && i > 0 && eval_loop_frame(&out->f[i])) {
       n = i;
       break;

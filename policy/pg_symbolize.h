@@ -28,11 +28,18 @@ typedef struct pg_symstack {
   pg_pyframe_t py[PG_PYSTACK_MAX];
 } pg_symstack_t;
 
+/* How pg_symbolize_stack finds file:line (names always come from dladdr and the module's symbol
+ * table, or from addr2line when it ran). 0: no file:line. */
+#define PG_SYM_ADDR2LINE 1u  /* an addr2line helper per module: a child process, never from a
+                              * signal handler */
+#define PG_SYM_LINE_TABLE 2u /* the module's own DWARF line table (pg_dwarf_line.h), where
+                              * addr2line did not run or found nothing: signal-safe */
+
 /* Symbolizes up to max_depth frames of s into out (s may be NULL: out->present = false), and
  * all of its Python frames. When there are Python frames, the native frames stop
  * before the first one in the interpreter's evaluation loop: the Python frames say what ran
- * there. use_addr2line=false means dladdr only: no fork, no malloc (signal handlers). */
-void pg_symbolize_stack(const pg_stack_t *s, unsigned max_depth, bool use_addr2line,
+ * there. `how`: PG_SYM_* flags; without PG_SYM_ADDR2LINE no fork, no malloc (signal handlers). */
+void pg_symbolize_stack(const pg_stack_t *s, unsigned max_depth, unsigned how,
                         pg_symstack_t *out);
 
 /* The module's base name ("libc.so.6"). */

@@ -30,7 +30,7 @@ __thread bool pg_shim_inside; /* pg_intercept.h: inside pinguard */
 #define inside_pinguard pg_shim_inside
 
 void pg_shim_warn(const char *fmt, ...) {
-  char line[512];
+  char line[1536]; /* a path (up to 512 bytes) and a sentence about it fit whole */
   int n = snprintf(line, sizeof line, "pinguard: WARNING: ");
   va_list ap;
   va_start(ap, fmt);

@@ -1,9 +1,9 @@
 /* pg_static_cudart.c: finds statically linked CUDA runtimes (nvcc links libcudart_static.a by
  * default). Their CUDA calls never reach libcudart.so: pinguard sees them only where they reach
  * the driver (pg_cu_entry.c hands such a runtime the driver wrappers of pg_cu_api.c), which covers
- * less than the runtime layer does, so it says so: the first such object with a full warning,
- * later ones counted in one line per check (each named at verbosity=1; PyTorch's wheels carry a
- * dozen). Loaded objects are checked at
+ * less than the runtime layer does, so it says so: at the default verbosity in one complete line
+ * per check that finds any (how many, the first one's name, what is and is not seen; PyTorch's
+ * wheels carry about ten), at verbosity=1 one line per object. Loaded objects are checked at
  * start-up, and the ones loaded since (dlopen) when tracking starts and at exit. No CUDA call,
  * no malloc: section headers are read from each object's file, then the object's own .rodata is
  * searched in memory for a string only the CUDA runtime carries. */
@@ -128,23 +128,44 @@ static bool mark_seen(const struct dl_phdr_info *info, bool is_main) {
 }
 
 typedef struct walk {
-  int index;        /* of the object being checked: 0 is the program itself */
-  unsigned unnamed; /* found in this walk but not named (verbosity 0) */
+  int index;          /* of the object being checked: 0 is the program itself */
+  unsigned found;     /* objects found in this walk */
+  char first[512];    /* the first one's path */
 } walk_t;
-static bool named_one; /* the first object found was named in full */
+
+/* What such a runtime's calls look like to pinguard: one sentence, shared by both wordings. */
+#define PG_STATIC_SEEN                                                                        \
+  "pinguard sees such a runtime's calls only through the driver API (pinning, asynchronous " \
+  "copies, kernel launches, host functions, capture and graphs, events and synchronization), " \
+  "so reports name driver functions, and 3D batched copies and stream callbacks are not seen"
+
+/* verbosity=1: each object in full, with what to do about it. */
+static void name_one(const char *path) {
+  pg_shim_warn("%s contains a statically linked CUDA runtime (libcudart_static.a, nvcc's "
+               "default): " PG_STATIC_SEEN "; link it with the shared runtime (nvcc -cudart "
+               "shared) for all of them", path);
+}
 
 static void found(const char *path, walk_t *w) {
-  if (named_one && pg_policy_options()->verbosity == 0) {
-    w->unnamed++;
-    return;
+  if (w->found++ == 0) {
+    size_t n = strlen(path);
+    if (n >= sizeof w->first) n = sizeof w->first - 1;
+    memcpy(w->first, path, n);
+    w->first[n] = '\0';
   }
-  named_one = true;
-  pg_shim_warn("%s contains a statically linked CUDA runtime (libcudart_static.a, nvcc's "
-               "default): pinguard sees its calls only through the driver API underneath "
-               "(pinning, asynchronous copies, kernel launches, host functions, capture and "
-               "graphs, events and synchronization), so reports name driver functions, and "
-               "3D batched copies and stream callbacks are not seen; link it with the shared "
-               "runtime (nvcc -cudart shared) for all of them", path);
+  if (pg_policy_options()->verbosity >= 1) name_one(path);
+}
+
+/* The default verbosity: the objects of one walk in one complete line (a PyTorch wheel carries
+ * about ten such libraries, none of which its user can relink). */
+static void summarize(const walk_t *w) {
+  if (!w->found || pg_policy_options()->verbosity >= 1) return;
+  if (w->found == 1)
+    pg_shim_warn("%s contains a statically linked CUDA runtime: " PG_STATIC_SEEN
+                 " (verbosity=1 says more)", w->first);
+  else
+    pg_shim_warn("%u loaded objects contain a statically linked CUDA runtime, the first %s: "
+                 PG_STATIC_SEEN " (verbosity=1 lists them)", w->found, w->first);
 }
 
 static int check_object(struct dl_phdr_info *info, size_t size, void *data) {
@@ -187,12 +208,9 @@ void pg_shim_check_static_runtimes(void) {
   dl_iterate_phdr(first_adds, &adds);
   if (!nseen && !seen_main) adds = ~0ull; /* never walked */
   if (adds != last_adds) {
-    walk_t w = {0, 0};
+    walk_t w = {0, 0, ""};
     dl_iterate_phdr(check_object, &w);
-    if (w.unnamed)
-      pg_shim_warn("%u more loaded object%s a statically linked CUDA runtime, whose CUDA calls "
-                   "pinguard sees only through the driver API (verbosity=1 names each)",
-                   w.unnamed, w.unnamed == 1 ? " carries" : "s carry");
+    summarize(&w);
   }
   atomic_flag_clear(&walking);
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # quickstart.sh: the README's first command. On Debian (or Ubuntu), installs the build's missing
-# packages when run as root (else names the apt-get command and stops), builds pinguard and the
-# demo, runs the demo's bug matrix on the simulated CUDA runtime (one device, then two), then
-# prints one full report so a newcomer sees what pinguard says. The CUDA Toolkit (headers and
-# libcudart) must be installed.
+# packages when run as root (else names the apt-get command and stops), builds pinguard (the
+# library, the `pinguard` launcher in <build>/bin and simcuda) and the demo, runs the demo's bug
+# matrix on the simulated CUDA runtime (one device, then two), prints one full report so a
+# newcomer sees what pinguard says, checks that <build>/bin/pinguard works, and names the next
+# two commands. The CUDA Toolkit (headers and libcudart) must be installed.
 #   tools/quickstart.sh [--deps-only] [--build-dir DIR]
 # --deps-only: check and install the packages, then stop (the tests use it with stubbed tools).
 set -euo pipefail
@@ -56,6 +57,9 @@ fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# The library, the launcher (bin/pinguard, lib/python) and simcuda (runtime and driver) first,
+# so the tool every later README section uses exists even if the demo's matrix fails.
+cmake --build "$build" -j"$jobs" --target pinguard pinguard_tools simcuda simcuda_driver
 cmake --build "$build" -j"$jobs" --target demo
 
 # One full report: the store bug (a serializer reads a pinned buffer a kernel is still writing),
@@ -70,3 +74,14 @@ LD_PRELOAD="$PWD/$build/lib/libpinguard.so" PINGUARD_OPTIONS="mode=audit:guard=1
   >/dev/null 2>"$err" || true
 # From the first report's header to its SUMMARY line.
 awk '/pinguard: ERROR: / { on = 1 } on { print } on && /^SUMMARY: / { exit }' "$err"
+
+# The tool the rest of the README uses: it must find its library and simcuda from where it is.
+echo
+if ! "$build/bin/pinguard" run --simcuda -- true; then
+  echo "quickstart: $build/bin/pinguard does not work (see the error above)" >&2
+  exit 1
+fi
+echo "The launcher is $build/bin/pinguard. Next, test your own code on simcuda (no GPU), then"
+echo "run it in enforce mode:"
+echo "  $build/bin/pinguard run --simcuda -- python your_test.py"
+echo "  $build/bin/pinguard run --mode enforce -- ..."

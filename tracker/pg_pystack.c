@@ -63,6 +63,9 @@ static const layout_t layouts[] = {
 #define ASCII_STATE 32
 
 const void *volatile pg_pystack_layout; /* the layout_t in use; NULL: capture off */
+/* The layout of the interpreter found, whether or not every capture uses it: a report's CPU side
+ * is read with it once, at report time (pg_pystack_capture_now), and frames are resolved with it. */
+static const void *volatile g_found_layout;
 static pg_py_state_t g_state = PG_PY_ABSENT;
 static unsigned g_version;
 static void *(*g_this_thread_state)(void); /* PyGILState_GetThisThreadState */
@@ -251,6 +254,12 @@ __attribute__((noinline)) static void capture_with(const layout_t *L, pg_stack_t
   walk(L, &r, ts, out);
 }
 
+void pg_pystack_capture_now(pg_stack_t *out) {
+  const layout_t *L = g_found_layout;
+  if (!L || out->py_depth) return;
+  capture_with(L, out);
+}
+
 void pg_pystack_capture_from_tstate(pg_stack_t *out, unsigned version, const void *tstate) {
   out->py_depth = 0;
   for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
@@ -289,6 +298,7 @@ static unsigned detect_version(void) {
 pg_py_state_t pg_pystack_init(bool enable, unsigned *version) {
   static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
   pg_pystack_layout = NULL;
+  g_found_layout = NULL;
   g_state = PG_PY_ABSENT;
   void *tss = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
   void *code = dlsym(RTLD_DEFAULT, "PyCode_Type");
@@ -318,6 +328,7 @@ pg_py_state_t pg_pystack_init(bool enable, unsigned *version) {
   static unsigned char probe[BLOCK] __attribute__((aligned(BLOCK))), copy[BLOCK];
   if (vm_read(getpid(), copy, probe, BLOCK) != BLOCK) return g_state;
   g_state = PG_PY_READY;
+  g_found_layout = L;
   if (enable) pg_pystack_layout = L;
   return g_state;
 }
@@ -436,7 +447,7 @@ static int line_of(int format, const unsigned char *t, size_t n, int first, int 
 
 bool pg_pystack_resolve(const void *code, int32_t offset, pg_pyframe_t *out) {
   memset(out, 0, sizeof *out);
-  const layout_t *L = pg_pystack_layout;
+  const layout_t *L = g_found_layout;
   if (!L) return false;
   reader_t r;
   reader_init(&r);

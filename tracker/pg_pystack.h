@@ -29,6 +29,11 @@ void pg_pystack_capture(struct pg_stack *out);
 /* Non-NULL while Python frames are captured: a caller that has set py_depth to 0 may test it
  * before the call. */
 extern const void *volatile pg_pystack_layout;
+/* The calling thread's Python frames into out, when out has none yet and the interpreter is one
+ * pg_pystack_init found readable, even with every capture turned off (enable=false): for the CPU
+ * side of a report, read once at report time, so it costs no launch anything. Safe where
+ * pg_pystack_capture is (the fault handler included). */
+void pg_pystack_capture_now(struct pg_stack *out);
 
 /* One Python frame, resolved. */
 typedef struct pg_pyframe {

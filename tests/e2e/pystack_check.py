@@ -1,7 +1,11 @@
-"""pystack_check.py PYTHON HELPER [--unknown]: runs pystack.py under PYTHON with pinguard
-preloaded (PG_PRELOAD) in audit, and checks that each report's stacks name the Python frames
-pystack.py marks with "# site:" comments: file, line and function, in the right section. With
---unknown (a CPython pinguard does not read): one notice, and native frames only."""
+"""pystack_check.py PYTHON HELPER [--unknown|--enforce]: runs pystack.py under PYTHON with
+pinguard preloaded (PG_PRELOAD) in audit, and checks that each report's stacks name the Python
+frames pystack.py marks with "# site:" comments: file, line and function, in the right section.
+With --unknown (a CPython pinguard does not read): one notice, and native frames only. With
+--enforce: enforce with its default options, where no launch captures Python frames
+(python_stacks=auto is off there), yet each report's CPU side (the guard fault's read, on the
+main thread and on a threading.Thread, and the free) is read at report time: its stack names
+the Python line and the SUMMARY names it; and no pinguard frame appears in any stack."""
 import os
 import re
 import subprocess
@@ -48,6 +52,8 @@ def main():
         if not cond:
             fail.append(what)
 
+    if "--enforce" in sys.argv[3:]:
+        return check_enforce(python, helper, env)
     need(p.returncode == 23, "exit status %d, want 23" % p.returncode)
     need("pystack done" in p.stdout, "the script did not finish")
     if "--unknown" in sys.argv[3:]:
@@ -103,6 +109,42 @@ def main():
         need(frame("launch", qual).search(gpu), "the free's launch stack lacks launch_copy")
     check_json(python, helper, env, at, qual, need)
     return finish(python, fail, p, err, "%d reports with Python frames" % len(blocks))
+
+
+def check_enforce(python, helper, env):
+    env = dict(env)
+    env["PINGUARD_OPTIONS"] = "mode=enforce:guard=1:guard_min_bytes=4096"
+    p = subprocess.run([python, SCRIPT, helper], env=env, capture_output=True, text=True,
+                       timeout=120)
+    err, fail, at = p.stderr, [], sites()
+
+    def need(cond, what):
+        if not cond:
+            fail.append(what)
+
+    need(p.returncode == 0, "exit status %d, want 0 (every violation waited for)" % p.returncode)
+    need("pystack done" in p.stdout, "the script did not finish")
+    blocks = [b for b in re.split(r"(?m)^(?===\d+==pinguard: ERROR: )", err) if b.startswith("==")]
+    need(len(blocks) >= 3, "%d reports, want 3" % len(blocks))
+    need("libpinguard" not in err, "a pinguard frame in a stack")
+    want = [("cpu-read-during-device-write", "CPU read", "read", "read_back"),
+            ("cpu-read-during-device-write", "CPU read", "thread-read", "read_back_threaded"),
+            ("free-during-device-access", "cudaFreeHost", "free", "free_early")]
+    for kind, head, site, func in want:
+        line = re.compile(r"#\d+ \S*pystack\.py:%d in %s\n" % (at[site], re.escape(func)))
+        summary = re.compile(r"SUMMARY: pinguard: %s \S*pystack\.py:%d in %s\n"
+                             % (kind, at[site], re.escape(func)))
+        found = [b for b in blocks if (" ERROR: %s " % kind) in b and summary.search(b)]
+        need(found, "no %s report whose SUMMARY names pystack.py:%d in %s" % (kind, at[site], func))
+        for b in found:
+            sec = sections(b)
+            acc = [t for h, t in sec.items() if h.startswith(head)]
+            gpu = [t for h, t in sec.items() if h.startswith("in-flight GPU access")]
+            need(acc and line.search(acc[0]), "the %s stack lacks %s" % (head, func))
+            need(gpu and "pystack.py" not in gpu[0],
+                 "a launch stack with Python frames: python_stacks should be off in enforce")
+    return finish(python, fail, p, err, "enforce: %d reports name their Python line"
+                  % len(blocks))
 
 
 def check_json(python, helper, env, at, qual, need):

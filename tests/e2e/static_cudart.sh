@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Intent: a statically linked CUDA runtime gets exactly one warning naming the object that carries
-# it (issue 9, defect 6), at the default verbosity (further objects are counted in one line), whether it is the program itself or a shared
+# it, at the default verbosity in one complete line (several objects: their count and the first
+# one's name), whether it is the program itself or a shared
 # object dlopen()ed later; the program's output and exit status are unchanged. mode=off and a
 # program on the shared runtime (simcuda) get no such warning.
 #   static_cudart.sh STATIC_PROGRAM LOADER EXTENSION SHARED_RUNTIME_PROGRAM
@@ -23,6 +24,10 @@ grep -q "cudaGetDeviceCount returned" "$tmp/out" || fail "static program: its ou
 [ "$(warned)" -eq 1 ] || fail "static program: $(warned) warnings, expected 1"
 grep -qF "pinguard: WARNING: $(readlink -f "$static") contains a statically linked CUDA runtime" \
   "$tmp/err" || fail "static program: the warning does not name the program"
+# One complete line: what is seen, what is not, and where to read more.
+grep "statically linked CUDA runtime" "$tmp/err" |
+  grep -q "driver API (pinning, .* stream callbacks are not seen (verbosity=1 says more)\$" ||
+  fail "static program: the warning is not one complete line"
 
 run "" "$loader" "$ext"
 status=$?
@@ -32,17 +37,21 @@ grep -q "cudaGetDeviceCount returned" "$tmp/out" || fail "dlopen: the extension 
 grep -qF "pinguard: WARNING: $ext contains a statically linked CUDA runtime" "$tmp/err" ||
   fail "dlopen: the warning does not name the extension"
 
-# Two such objects (the extension preloaded into the static program): the first is named, the
-# second counted in one line; verbosity=1 names both.
+# Two such objects (the extension preloaded into the static program): one complete line at the
+# default verbosity, with the count and the first one's name; verbosity=1 names both.
 two() { env LD_PRELOAD="${PG_PRELOAD:?}:$ext" PINGUARD_OPTIONS="$1" "$static" >"$tmp/out" 2>"$tmp/err"; }
 two ""
-[ "$(grep -c "contains a statically linked CUDA runtime" "$tmp/err")" -eq 1 ] ||
-  fail "two objects: expected one named"
-grep -q "1 more loaded object carries a statically linked CUDA runtime" "$tmp/err" ||
-  fail "two objects: the second is not counted"
+[ "$(warned)" -eq 1 ] || fail "two objects: $(warned) warning lines, expected 1"
+grep -qF "pinguard: WARNING: 2 loaded objects contain a statically linked CUDA runtime, the first $(readlink -f "$static"): pinguard sees" \
+  "$tmp/err" || fail "two objects: the line does not give the count and the first name"
+grep "statically linked CUDA runtime" "$tmp/err" |
+  grep -q "stream callbacks are not seen (verbosity=1 lists them)\$" ||
+  fail "two objects: the line is not complete"
 two "verbosity=1"
-[ "$(grep -c "contains a statically linked CUDA runtime" "$tmp/err")" -eq 2 ] ||
+[ "$(grep -c "contains a statically linked CUDA runtime (libcudart_static.a" "$tmp/err")" -eq 2 ] ||
   fail "two objects, verbosity=1: expected both named"
+grep -qF "$ext contains a statically linked CUDA runtime" "$tmp/err" ||
+  fail "two objects, verbosity=1: the extension is not named"
 
 run "mode=off" "$static"
 [ "$(warned)" -eq 0 ] || fail "mode=off: warned"

@@ -3,7 +3,9 @@
     commit_store with kv_engine.py and the line of pickle.dumps, its launch stack the user's
     gather_paged_kv_to_cpu, and nothing in it is a mangled C++ name;
   - the retrieve bug's report names the user's line that calls pin_memory().
-Both run under audit with pinguard's default options (python_stacks=auto is on in audit)."""
+Both run under audit with pinguard's default options (python_stacks=auto is on in audit).
+  - under enforce with its default options (python_stacks off), the store bug's SUMMARY still
+    names the pickle.dumps line, and no pinguard frame appears."""
 import os
 import re
 
@@ -63,6 +65,23 @@ def test_store_report_names_the_users_code():
     assert not MANGLED.search(report), MANGLED.findall(report)
     assert re.search(r"SUMMARY: pinguard: cpu-read-during-device-write \S*kv_engine\.py:%d in "
                      r"commit_store" % pickle_line, report), report
+
+
+def test_enforce_summary_names_the_users_line_with_default_options():
+    """Enforce with its default options (python_stacks off: no launch pays for Python frames):
+    the CPU side's Python frames are read once, when the report is made, so the SUMMARY still
+    names kv_engine.py's pickle.dumps line; and no pinguard frame appears in any stack."""
+    r = run(["store"], mode="enforce")
+    assert r.rc == 0 and r["corrupted_blocks"] == 0, r.explain()
+    texts = r.report_texts("cpu-read-during-device-write")
+    assert texts, r.explain()
+    pickle_line = engine_line("pickle.dumps", "commit_store")
+    for report in texts:
+        assert re.search(r"SUMMARY: pinguard: cpu-read-during-device-write \S*kv_engine\.py:%d in "
+                         r"commit_store" % pickle_line, report), report
+        assert "libpinguard" not in report, report
+        assert "enforce: waited" in report, report
+    assert "libpinguard" not in r.stderr, r.explain()
 
 
 def test_retrieve_report_names_pin_memory_in_the_users_code():

@@ -211,24 +211,24 @@ Test(options, longest_string_value_is_kept_whole) {
 
 Test(options, help_lists_every_option_with_its_default) {
   char help[8192];
-  size_t n = pg_options_help(help, sizeof help);
+  size_t n = pg_options_help(NULL, help, sizeof help);
   cr_assert_eq(n, strlen(help));
   cr_assert_gt(pg_options_count(), 15);
   for (size_t i = 0; i < pg_options_count(); i++) {
     pg_option_info_t info = pg_options_info(i);
     char def[64], line[128];
     pg_options_default_text(i, def, sizeof def);
-    snprintf(line, sizeof line, "\n  %s=%s  ", info.name, def);
+    snprintf(line, sizeof line, "\n  %s=%s (default)  ", info.name, def[0] ? def : "\"\"");
     cr_assert(strstr(help, line), "missing '%s' in:\n%s", line, help);
     cr_assert(strstr(help, info.description), "%s", info.name);
   }
-  cr_assert(strstr(help, "\n  mode=audit  "));
-  cr_assert(strstr(help, "\n  exitcode=23  "));
+  cr_assert(strstr(help, "\n  mode=audit (default)  "));
+  cr_assert(strstr(help, "\n  exitcode=23 (default)  "));
 }
 
 Test(options, help_is_cut_visibly_in_a_small_buffer) {
   char help[200];
-  size_t n = pg_options_help(help, sizeof help);
+  size_t n = pg_options_help(NULL, help, sizeof help);
   cr_assert_lt(n, sizeof help);
   cr_assert(strstr(help, "[truncated]"), "%s", help);
 }
@@ -245,6 +245,19 @@ Test(options, help_1_prints_at_startup_and_continues) {
     snprintf(key, sizeof key, "  %s=", pg_options_info(i).name);
     cr_assert(strstr(out, key), "help=1 output lacks %s", key);
   }
+}
+
+Test(options, help_1_prints_the_values_in_force_beside_the_defaults) {
+  tp_capture_t c;
+  tp_stderr_begin(&c);
+  pg_policy_configure("exitcode=7", "help=1:mode=enforce:log_path='/tmp/pg dir/x'");
+  char out[16384];
+  tp_stderr_end(&c, out, sizeof out);
+  cr_assert(strstr(out, "\n  mode=enforce (default audit)  "), "%s", out);
+  cr_assert(strstr(out, "\n  exitcode=7 (default 23)  "), "%s", out);
+  cr_assert(strstr(out, "\n  log_path=/tmp/pg dir/x (default \"\")  "), "%s", out);
+  cr_assert(strstr(out, "\n  help=1 (default 0)  "), "%s", out);
+  cr_assert(strstr(out, "\n  max_reports=1000 (default)  "), "%s", out);
 }
 
 Test(options, environment_applies_without_a_program_default) {

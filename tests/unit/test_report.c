@@ -8,6 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
+
+#include "pg_dwarf_line.h"
 #include "pg_fmt.h"
 #include "pg_policy.h"
 #include "pg_report_format.h"
@@ -182,7 +185,16 @@ Test(report_text, more_gpu_accesses_than_printed, .init = setup_log) {
   cr_assert(strstr(out, " for those accesses, then allowed the release\n"), "%s", out);
 }
 
-Test(report_text, signal_context_uses_dladdr_only, .init = setup_log) {
+/* The file:line part of the line of out that starts with prefix ("" when it has none). */
+static void location_of(const char *prefix, char *loc, size_t cap) {
+  char line[512];
+  loc[0] = '\0';
+  if (!line_starting(prefix, line, sizeof line)) return;
+  char *sp = strrchr(line, ' ');
+  if (sp && strchr(sp, ':')) snprintf(loc, cap, "%s", sp + 1);
+}
+
+Test(report_text, signal_context_reads_the_line_table_not_addr2line, .init = setup_log) {
   configure(NULL);
   tp_report_t t;
   tp_report_init(&t, PG_KIND_CPU_WRITE_DURING_DEVICE_ACCESS);
@@ -190,12 +202,56 @@ Test(report_text, signal_context_uses_dladdr_only, .init = setup_log) {
   cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
   tp_read_file(logfile, out, sizeof out);
   /* The test's frames are static functions: dladdr cannot name them, the module's own symbol
-   * table can (read with open and mmap, which a signal handler may call). No file:line may
-   * appear: that would need addr2line, a child process. */
-  cr_assert(strstr(out, "\n    #0 0x") && strstr(out, "+0x"), "%s", out);
-  cr_assert(strstr(out, " in tp_"), "%s", out);
-  cr_assert_null(strstr(out, ".c:"), "%s", out);
-  cr_assert_null(strstr(out, ".h:"), "%s", out);
+   * table can (read with open and mmap, which a signal handler may call); file:line comes from
+   * the module's own line table (the same calls), never from addr2line, a child process. */
+  cr_assert(strstr(out, "\n    #0 0x") && strstr(out, " in tp_"), "%s", out);
+  char from_signal[256], from_addr2line[256];
+  location_of("    #0 0x", from_signal, sizeof from_signal);
+  cr_assert(strstr(from_signal, "test_policy_helpers.h:"), "%s", out);
+
+  setup_log();
+  configure(NULL);
+  t.r.flags = 0;
+  t.r.kind = PG_KIND_RELEASE_DURING_DEVICE_ACCESS;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  tp_read_file(logfile, out, sizeof out);
+  location_of("    #0 0x", from_addr2line, sizeof from_addr2line);
+  /* The same line. (addr2line of binutils 2.40 names the including .c file for a function
+   * defined in a header with DWARF 5, where the line table, as readelf decodes it, says the
+   * header: only the lines are compared.) */
+  cr_assert_str_eq(strrchr(from_signal, ':'), strrchr(from_addr2line, ':'),
+                   "the line table and addr2line disagree:\n%s", out);
+}
+
+Test(dwarf_line, agrees_with_addr2line_and_survives_bad_files) {
+  char file[256] = "", path[200];
+  unsigned line = 0;
+  /* tp_copy_site is defined in test_policy_helpers.h; its first byte belongs to that line. */
+  uintptr_t base = 0;
+  Dl_info di;
+  cr_assert(dladdr((void *)tp_copy_site, &di));
+  base = (uintptr_t)di.dli_fbase;
+  cr_assert(pg_dwarf_line("/proc/self/exe", (uintptr_t)tp_copy_site - base, file, sizeof file,
+                          &line));
+  cr_assert(strstr(file, "test_policy_helpers.h"), "%s", file);
+  cr_assert_gt(line, 0);
+  cr_assert_not(pg_dwarf_line("/proc/self/exe", 0, file, sizeof file, &line), "no code at 0");
+  /* A file cut in the middle of its line table, and one of garbage: no answer, no crash. */
+  tp_tmpdir(dir);
+  snprintf(path, sizeof path, "%s/cut", dir);
+  char cmd[512];
+  struct stat st;
+  cr_assert_eq(stat("/proc/self/exe", &st), 0);
+  snprintf(cmd, sizeof cmd, "head -c %lld /proc/%d/exe > %s", (long long)st.st_size * 9 / 10,
+           (int)getpid(), path);
+  cr_assert_eq(system(cmd), 0);
+  pg_dwarf_line(path, (uintptr_t)tp_copy_site - base, file, sizeof file, &line);
+  snprintf(path, sizeof path, "%s/garbage", dir);
+  FILE *f = fopen(path, "w");
+  for (int i = 0; i < 100000; i++) fputc((i * 7919) & 0xff, f);
+  fclose(f);
+  cr_assert_not(pg_dwarf_line(path, 0x1000, file, sizeof file, &line));
+  cr_assert_not(pg_dwarf_line("/nonexistent", 0x1000, file, sizeof file, &line));
 }
 
 Test(report_text, symbolize_0_prints_no_file_line, .init = setup_log) {
@@ -328,6 +384,46 @@ Test(report_format, summary_skips_runtime_frames) {
                         "serialize_chunk");
 }
 
+/* Without Python frames (enforce's launches, a thread the interpreter does not know), a SUMMARY
+ * names the innermost frame outside the interpreter, torch and pinguard: the user's own library,
+ * not _Pickler_Write, a copy kernel, a pybind11 lambda or libffi; with only such frames, the
+ * innermost of them that is not the runtime. */
+Test(report_format, summary_skips_interpreter_and_torch_frames) {
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_CPU_READ_DURING_DEVICE_WRITE);
+  static const char *const modules[] = {
+      "/usr/lib/libpinguard.so",
+      "/usr/lib/x86_64-linux-gnu/libc.so.6",
+      "/usr/lib/python3.11/lib-dynload/_pickle.cpython-311-x86_64-linux-gnu.so",
+      "/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so",
+      "/venv/lib/python3.11/site-packages/torch/lib/libtorch_python.so",
+      "/usr/lib/x86_64-linux-gnu/libffi.so.8",
+      "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0",
+      "/app/libkvengine.so"};
+  static const char *const functions[] = {"cudaMemcpyAsync", "memcpy", "_Pickler_Write",
+                                          "direct_copy_kernel", "pybind11_lambda", "ffi_call",
+                                          "_PyEval_EvalFrameDefault", "kv_stage"};
+  pg_symstack_t s;
+  memset(&s, 0, sizeof s);
+  s.present = true;
+  s.depth = 8;
+  for (unsigned i = 0; i < 8; i++) {
+    strcpy(s.f[i].module, modules[i]);
+    strcpy(s.f[i].function, functions[i]);
+  }
+  strcpy(s.f[7].file, "/app/kv/stage.c");
+  s.f[7].line = 31;
+  pg_report_view_t v = {.r = &t.r, .access = &s};
+  char sum[256];
+  pg_report_summary(&v, sum, sizeof sum);
+  cr_assert_str_eq(sum, "SUMMARY: pinguard: cpu-read-during-device-write /app/kv/stage.c:31 in "
+                        "kv_stage");
+  s.depth = 7; /* nothing of the program's own: the innermost outside the runtime */
+  pg_report_summary(&v, sum, sizeof sum);
+  cr_assert_str_eq(sum, "SUMMARY: pinguard: cpu-read-during-device-write "
+                        "_pickle.cpython-311-x86_64-linux-gnu.so+0x0 in _Pickler_Write");
+}
+
 Test(report_format, text_overflow_is_marked) {
   tp_report_t t;
   tp_report_init(&t, PG_KIND_FREE_DURING_DEVICE_ACCESS);
@@ -415,4 +511,34 @@ Test(fmt, json_string_escapes_everything_unsafe) {
   pg_buf_init(&b, s, sizeof s);
   pg_buf_json_str(&b, "a\"b\\c\n\x01\xff");
   cr_assert_str_eq(s, "\"a\\\"b\\\\c\\u000a\\u0001\\u00ff\"");
+}
+
+/* The pytest test that was running when the report was made: PYTEST_CURRENT_TEST, read at report
+ * time, as a "test:" line in text and as "test" (the node id, no phase) in JSON; absent without
+ * the variable. */
+Test(report_test_name, pytest_current_test_in_text_and_json, .init = setup_log) {
+  configure(NULL);
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_CPU_READ_DURING_DEVICE_WRITE);
+  setenv("PYTEST_CURRENT_TEST", "tests/test_kv.py::test_store[2-serialize] (call)", 1);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  tp_read_file(logfile, out, sizeof out);
+  cr_assert(strstr(out, "\n  test: tests/test_kv.py::test_store[2-serialize] (call)\nSUMMARY: "),
+            "%s", out);
+
+  setup_log();
+  configure("log_format=json");
+  t.r.kind = PG_KIND_FREE_DURING_DEVICE_ACCESS;
+  setenv("PYTEST_CURRENT_TEST", "tests/test_kv.py::test_free (teardown)", 1);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  tp_read_file(logfile, out, sizeof out);
+  cr_assert(strstr(out, ",\"test\":\"tests/test_kv.py::test_free\",\"summary\":"), "%s", out);
+
+  setup_log();
+  configure("log_format=json");
+  unsetenv("PYTEST_CURRENT_TEST");
+  t.r.kind = PG_KIND_RELEASE_DURING_DEVICE_ACCESS;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED);
+  tp_read_file(logfile, out, sizeof out);
+  cr_assert_null(strstr(out, "\"test\""), "%s", out);
 }

@@ -161,6 +161,97 @@ Test(suppress_match, python_frames) {
                "no Python frame, no match");
 }
 
+/* "file:line": a frame, native or Python, at that line of a file whose path ends with the name
+ * (at a '/', so "engine.py" is not "kv_engine.py"). */
+Test(suppress_match, file_and_line) {
+  cr_assert_eq(parse("cpu-read-during-device-write:kv_engine.py:104\n"
+                     "free-during-device-access:kvxfer/commit.c:10\n"
+                     "free-during-device-access:^commit.c:11\n"
+                     "*:engine.py:104\n"
+                     "device-access-conflict:/app/*_engine.py:104\n"),
+               0, "%s", lastwarn);
+  cr_assert_eq(s.rules[0].line, 104);
+  cr_assert_str_eq(s.rules[0].pattern, "kv_engine.py");
+  cr_assert_str_eq(s.rules[0].text, "cpu-read-during-device-write:kv_engine.py:104");
+  pg_symstack_t py = frames("/usr/lib/libpython3.11.so", "_PyEval_EvalFrameDefault", "");
+  py.py_depth = 2;
+  strcpy(py.py[0].file, "/app/lib/pool.py");
+  py.py[0].line = 104;
+  strcpy(py.py[1].file, "/app/kv_engine.py");
+  py.py[1].line = 104;
+  pg_symstack_t other_line = py;
+  other_line.py[1].line = 105;
+  pg_symstack_t native = frames("/opt/app/bin", "commit", "/src/kvxfer/commit.c"); /* line 10 */
+  const pg_symstack_t *sp[] = {&py}, *so[] = {&other_line}, *sn[] = {&native};
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_CPU_READ_DURING_DEVICE_WRITE, sp, 1), 0, "Python frame");
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_CPU_READ_DURING_DEVICE_WRITE, so, 1), -1,
+               "another line of the file");
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_FREE_DURING_DEVICE_ACCESS, sn, 1), 1, "native frame");
+  native.f[0].line = 11;
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_FREE_DURING_DEVICE_ACCESS, sn, 1), -1,
+               "'^commit.c' is not a file name ending: no match at line 11");
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_COMMIT_DURING_DEVICE_WRITE, sp, 1), -1,
+               "engine.py is not kv_engine.py");
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_DEVICE_ACCESS_CONFLICT, sp, 1), 4, "a wildcard name");
+  /* A name pattern's meaning is unchanged: a function named like a file:line is still a name. */
+  cr_assert_eq(parse("cpu-read-during-device-write:^commit_store$\n"), 0);
+  cr_assert_eq(s.rules[0].line, 0);
+}
+
+/* "kind@stack:pattern" matches only that stack of the report: the access (stacks[0]), the
+ * allocation (stacks[1]) or a launch (stacks[2...]); "@any" and no '@' match all of them. */
+Test(suppress_match, one_stack) {
+  cr_assert_eq(parse("cpu-read-during-device-write@access:^pool_alloc$\n"
+                     "cpu-read-during-device-write@launch:^pool_alloc$\n"
+                     "free-during-device-access@alloc:^pool_alloc$\n"
+                     "*@any:^pool_alloc$\n"),
+               0, "%s", lastwarn);
+  cr_assert_str_eq(s.rules[0].text, "cpu-read-during-device-write@access:^pool_alloc$");
+  cr_assert_str_eq(s.rules[3].text, "*@any:^pool_alloc$");
+  pg_symstack_t alloc = frames("/opt/app/bin", "pool_alloc", "/src/pool.c");
+  pg_symstack_t other = frames("/opt/app/bin", "serialize", "/src/ser.c");
+  const pg_symstack_t *as_alloc[] = {&other, &alloc, &other};
+  const pg_symstack_t *as_launch[] = {&other, &other, &other, &alloc};
+  const pg_symstack_t *as_access[] = {&alloc, &other};
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_CPU_READ_DURING_DEVICE_WRITE, as_alloc, 3), 3,
+               "only the @any rule looks at the allocation stack for this kind");
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_CPU_READ_DURING_DEVICE_WRITE, as_launch, 4), 1);
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_CPU_READ_DURING_DEVICE_WRITE, as_access, 2), 0);
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_FREE_DURING_DEVICE_ACCESS, as_alloc, 3), 2);
+  cr_assert_eq(pg_supp_match(&s, PG_KIND_FREE_DURING_DEVICE_ACCESS, as_launch, 4), 3);
+  cr_assert_eq(parse("cpu-read-during-device-write@stack:x\n"), 1);
+  cr_assert(strstr(lastwarn, "unknown stack"), "%s", lastwarn);
+  cr_assert_eq(s.n, 0);
+}
+
+/* Through the report path: a rule naming the allocation frame no longer mutes every report on
+ * the buffer when it says @alloc for one kind only, and its hits are printed as written. */
+Test(suppress_policy, per_stack_rule_counts_and_prints) {
+  char dir[128], path[200], opts[512];
+  tp_tmpdir(dir);
+  snprintf(path, sizeof path, "%s/rules", dir);
+  FILE *f = fopen(path, "w");
+  fprintf(f, "cpu-read-during-device-write@access:tp_alloc_site\n"
+             "free-during-device-access@alloc:tp_alloc_site\n");
+  fclose(f);
+  snprintf(opts, sizeof opts, "suppressions=%s:log_path=%s/log", path, dir);
+  pg_policy_configure(NULL, opts);
+  tp_report_t t;
+  tp_report_init(&t, PG_KIND_CPU_READ_DURING_DEVICE_WRITE);
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_PRINTED,
+               "tp_alloc_site is in the allocation stack, not the access stack");
+  t.r.kind = PG_KIND_FREE_DURING_DEVICE_ACCESS;
+  cr_assert_eq(pg_policy_report(&t.r), PG_VERDICT_SUPPRESSED);
+  pg_policy_finish();
+  char log[220], out[16384];
+  snprintf(log, sizeof log, "%s/log.%d", dir, (int)getpid());
+  cr_assert_gt(tp_read_file(log, out, sizeof out), 0);
+  cr_assert(strstr(out, "pinguard: suppression 'cpu-read-during-device-write@access:tp_alloc_site'"
+                        " matched 0 times\n"), "%s", out);
+  cr_assert(strstr(out, "pinguard: suppression 'free-during-device-access@alloc:tp_alloc_site' "
+                        "matched 1 time\n"), "%s", out);
+}
+
 Test(suppress_policy, counts_per_rule_and_prints_them_at_exit) {
   char dir[128], path[200], opts[512];
   tp_tmpdir(dir);

@@ -1,7 +1,9 @@
 """report.py: `pinguard report`: merges the JSON logs of many processes (policy/README.md gives
-the line types) into counts per kind and per call site, and sums the production counters files
-that stats_path= writes (Prometheus text, one file per process). A log is input from crashed or killed
-processes too, so a bad line is counted, warned about and skipped, never fatal."""
+the line types) into counts per kind and per call site (kind, access site, launch site), with the
+tests that were running, and sums the production counters files that stats_path= writes
+(Prometheus text, one file per process). A log is input from crashed or killed processes too, so
+a bad line is counted, warned about and skipped, never fatal; a text log (log_format=text) is
+refused with an error, never read as "no reports". --fail-on-reports makes it a CI verdict."""
 import argparse
 import json
 import os
@@ -13,6 +15,10 @@ SUMMARY_PREFIX = "SUMMARY: pinguard: "
 _RUNTIME_MODULES = ("libc.so", "libc-", "ld-linux", "libpthread", "libpinguard", "libcudart",
                     "libcuda.so")
 _MAX_WARNINGS = 10  # per run; the rest are only counted
+# A text report's first line, and its SUMMARY line: what marks a text log.
+_TEXT_REPORT = re.compile(rb"^==\d+==pinguard: ERROR: |^SUMMARY: pinguard: ")
+# --fail-on-reports: the status when unsuppressed reports were found (pinguard's own exitcode).
+FAIL_STATUS = 23
 # A sample line of a stats_path file: name{pid="N"[,kind="k"]} value
 _SAMPLE = re.compile(r'^(pinguard_[a-z_]+)\{([^}]*)\} ([0-9]+(?:\.[0-9]+)?)$')
 _LABEL = re.compile(r'([a-z_]+)="([^"\\]*)"')
@@ -37,31 +43,41 @@ def add_arguments(parser):
                                                             "tables")
     parser.add_argument("--top", type=_count, default=10, metavar="N",
                         help="call sites to list, most frequent first (default 10, 0: all)")
+    parser.add_argument("--root", metavar="DIR",
+                        help="print paths under DIR relative to it, so that the logs of "
+                             "checkouts in different places group alike")
+    parser.add_argument("--fail-on-reports", action="store_true",
+                        help="exit with status %d when any unsuppressed report was found (a CI "
+                             "verdict); suppressed ones do not count" % FAIL_STATUS)
 
 
 class _Site:
-    """One (kind, violating call site) pair, summed over processes."""
+    """One (kind, violating call site, launch site), summed over processes."""
 
     def __init__(self, kind, site, launched_at, example):
         self.kind, self.site, self.launched_at = kind, site, launched_at
         self.reports = 0
         self.processes = set()
+        self.tests = {}  # test name -> reports made while it ran
         self.example = example
 
 
 class Merge:
     """Accumulates log lines; `result()` gives the merged counts as plain data."""
 
-    def __init__(self, warn):
+    def __init__(self, warn, root=None):
         self.warn = warn
+        self.root = os.path.abspath(root) + os.sep if root else None
+        self.text_logs = []  # (name, text reports): refused
         self.files = 0
         self.unreadable = 0
         self.bad_lines = 0
         self.other_lines = 0
         self.processes = set()  # (file, pid): a pid can be reused across runs
-        self.sites = {}  # (kind, site) -> _Site
+        self.sites = {}  # (kind, site, launched_at) -> _Site
         self.printed = {}  # (file, pid, id) -> _Site, for repeat lines
         self.counted = {}  # (file, pid, id) -> occurrences already added
+        self.printed_tests = {}  # (file, pid, id) -> the test its report named
         self.suppressions = {}
         self.summaries = {"suppressed": 0, "not_printed_max_reports": 0, "waits": 0,
                           "wait_ms": 0.0, "processes": 0}
@@ -97,13 +113,27 @@ class Merge:
             self._add_counters(name, first, lines)
             return
         self.files += 1
+        text_reports = good = 0
+        skipped = []
         for number, raw in enumerate(_chain(first, lines), 1):
             if not raw.strip():
                 continue
+            if _TEXT_REPORT.match(raw):
+                text_reports += raw.startswith(b"==")
             problem = self._add_line(name, raw)
             if problem:
-                self.bad_lines += 1
-                self.warn("%s:%d: %s; line skipped" % (name, number, problem))
+                skipped.append("%s:%d: %s; line skipped" % (name, number, problem))
+            else:
+                good += 1
+        if text_reports and not good:
+            # A log written with log_format=text: its reports cannot be merged, and must never
+            # pass for "no reports".
+            self.files -= 1
+            self.text_logs.append((name, text_reports))
+            return
+        self.bad_lines += len(skipped)
+        for message in skipped:
+            self.warn(message)
 
     def _add_line(self, name, raw):
         try:
@@ -160,24 +190,31 @@ class Merge:
         kind = obj.get("kind")
         if not isinstance(kind, str) or not kind:
             return "report without a \"kind\""
-        site = call_site(obj.get("summary"), kind)
-        launched = launch_site(obj.get("gpu"))
-        key = (kind, site)
+        site = self.relative(call_site(obj.get("summary"), kind))
+        launched = self.relative(launch_site(obj.get("gpu")))
+        key = (kind, site, launched)
         entry = self.sites.get(key)
         if entry is None:
             example = {"file": name, "pid": pid, "id": obj.get("id"),
                        "summary": obj.get("summary") if isinstance(obj.get("summary"), str)
                        else None}
             entry = self.sites[key] = _Site(kind, site, launched, example)
-        elif not entry.launched_at:
-            entry.launched_at = launched
         entry.reports += 1
         entry.processes.add((name, pid))
+        test = obj.get("test")
+        if isinstance(test, str) and test:
+            entry.tests[test] = entry.tests.get(test, 0) + 1
         rid = obj.get("id")
         if isinstance(rid, int):
             self.printed[(name, pid, rid)] = entry
             self.counted[(name, pid, rid)] = 1
+            if isinstance(test, str) and test:
+                self.printed_tests[(name, pid, rid)] = test
         return None
+
+    def relative(self, text):
+        """text with every path under --root written relative to it."""
+        return text.replace(self.root, "") if self.root and text else text
 
     def _on_repeat(self, name, pid, obj):
         rid, count = obj.get("id"), obj.get("count")
@@ -186,7 +223,7 @@ class Merge:
         entry = self.printed.get((name, pid, rid))
         if entry is None:  # its report line is missing (cut log): count it under its kind
             kind = obj.get("kind") if isinstance(obj.get("kind"), str) else "unknown"
-            key = (kind, "(report line missing)")
+            key = (kind, "(report line missing)", "")
             if key not in self.sites:
                 self.sites[key] = _Site(kind, key[1], "", {"file": name, "pid": pid, "id": rid})
             entry = self.sites[key]
@@ -197,6 +234,10 @@ class Merge:
         if count > already:  # `count` includes the printed occurrence
             entry.reports += count - already
             self.counted[(name, pid, rid)] = count
+            # the repeats are counted under the printed report's test: they are not named
+            test = self.printed_tests.get((name, pid, rid))
+            if test:
+                entry.tests[test] += count - already
         return None
 
     def _on_summary(self, name, pid, obj):
@@ -235,6 +276,10 @@ class Merge:
             k["sites"] += 1
         kinds = sorted(by_kind.items(), key=lambda kv: (-kv[1]["reports"], kv[0]))
         shown = sites if top <= 0 else sites[:top]
+        tests = {}
+        for e in sites:
+            for t, n in e.tests.items():
+                tests[t] = tests.get(t, 0) + n
         return {
             "files": self.files,
             "unreadable_files": self.unreadable,
@@ -250,8 +295,11 @@ class Merge:
                             "call_sites": v["sites"]} for k, v in kinds},
             "sites": [{"kind": e.kind, "site": e.site, "launched_at": e.launched_at,
                        "reports": e.reports, "processes": len(e.processes),
-                       "example": e.example} for e in shown],
+                       "tests": sorted(e.tests), "example": e.example} for e in shown],
             "sites_not_shown": len(sites) - len(shown),
+            "tests": [{"test": t, "reports": n} for t, n in
+                      sorted(tests.items(), key=lambda kv: (-kv[1], kv[0]))],
+            "text_logs": [{"file": f, "text_reports": n} for f, n in self.text_logs],
             "suppressions": [{"rule": r, "hits": h} for r, h in sorted(self.suppressions.items())],
             "stats_files": self.stats_files,
             "counters": {k: (round(v, 9) if isinstance(v, float) else v)
@@ -327,6 +375,12 @@ def plural(n, word, words=None):
     return "%d %s" % (n, word if n == 1 else (words or word + "s"))
 
 
+def _tests_cell(tests):
+    if not tests:
+        return "-"
+    return _cut(tests[0], 50) + (" +%d more" % (len(tests) - 1) if len(tests) > 1 else "")
+
+
 def format_text(r):
     out = ["pinguard report: %s from %s; %s at %s, %d suppressed; %s totalling %.3f ms"
            % (plural(r["processes"], "process", "processes"),
@@ -338,20 +392,28 @@ def format_text(r):
     if r["not_printed_max_reports"]:
         out.append("(%d reports were not printed by their process: max_reports)"
                    % r["not_printed_max_reports"])
+    if r["text_logs"]:
+        out.append("(%s not read: written with log_format=text, %d text reports in all; "
+                   "run with --json)" % (plural(len(r["text_logs"]), "text log"),
+                                         sum(t["text_reports"] for t in r["text_logs"])))
     if not r["reports"]:
-        out.append("no reports")
+        out.append("no reports in JSON logs" if r["text_logs"] else "no reports")
     else:
         out += ["", "reports by kind:"]
         out += _table(("kind", "reports", "processes", "call sites"),
                       [(k, v["reports"], v["processes"], v["call_sites"])
                        for k, v in r["by_kind"].items()], right={1, 2, 3})
         out += ["", "top call sites:"]
-        out += _table(("#", "reports", "procs", "kind", "call site", "launched at"),
+        out += _table(("#", "reports", "procs", "kind", "call site", "launched at", "tests"),
                       [(i, s["reports"], s["processes"], s["kind"], _cut(s["site"], 60),
-                        _cut(s["launched_at"] or "-", 60))
+                        _cut(s["launched_at"] or "-", 60), _tests_cell(s["tests"]))
                        for i, s in enumerate(r["sites"], 1)], right={0, 1, 2})
         if r["sites_not_shown"]:
             out.append("  ... and %d more call sites (--top 0 lists all)" % r["sites_not_shown"])
+        if r["tests"]:
+            out += ["", "reports by test (PYTEST_CURRENT_TEST when the report was made):"]
+            out += _table(("reports", "test"), [(t["reports"], t["test"]) for t in r["tests"]],
+                          right={0})
     if r["stats_files"]:
         out += ["", "counters (stats_path), summed over %s:" % plural(r["stats_files"], "file")]
         rows = []
@@ -376,9 +438,13 @@ def main(args):
         if always or warnings[0] <= _MAX_WARNINGS:
             print("pinguard: report: warning: %s" % message, file=sys.stderr)
 
-    merge = Merge(warn)
+    merge = Merge(warn, getattr(args, "root", None))
     for path in args.files:
         merge.add_path(path)
+    for name, n in merge.text_logs:
+        print("pinguard: report: error: %s is a text log (%s): pinguard report reads JSON "
+              "logs; run with --json (log_format=json)" % (name, plural(n, "text report")),
+              file=sys.stderr)
     if merge.bad_lines > _MAX_WARNINGS:
         print("pinguard: report: warning: %d bad lines in all (first %d shown)"
               % (merge.bad_lines, _MAX_WARNINGS), file=sys.stderr)
@@ -387,4 +453,10 @@ def main(args):
         print(json.dumps(result, indent=1, sort_keys=False))
     else:
         print(format_text(result))
-    return 1 if merge.unreadable else 0
+    if merge.unreadable or merge.text_logs:
+        return 1
+    if getattr(args, "fail_on_reports", False) and result["reports"]:
+        print("pinguard: report: %s not suppressed: failing (--fail-on-reports)"
+              % plural(result["reports"], "report"), file=sys.stderr)
+        return FAIL_STATUS
+    return 0

@@ -5,6 +5,7 @@ import os
 import sys
 
 from . import env as pgenv
+from . import options as pgoptions
 
 _MODES = ("audit", "enforce", "off")
 
@@ -57,12 +58,25 @@ def options_for(args, environ_options):
     return pgenv.merge_options(defaults, environ_options, *args.options, flags)
 
 
+def check_options(args, environ_options):
+    """Refuses (UsageError: status 2, before anything starts) the pairs the shim would ignore
+    with a warning: an unknown option, a bad value, a pair without a value. A typo such as
+    mode=enforc would otherwise run the program in audit."""
+    known = pgoptions.table()
+    found = pgoptions.problems(pgenv.parse_options(environ_options), "PINGUARD_OPTIONS", known)
+    for text in args.options:
+        found += pgoptions.problems(pgenv.parse_options(text), "--options", known)
+    if found:
+        raise pgenv.UsageError("run: " + "\n  ".join(found) + "\n(the program was not started)")
+
+
 def main(args, script_dir):
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
     if not command:
         raise pgenv.UsageError("run: no command given (pinguard run [flags] -- cmd args...)")
+    check_options(args, os.environ.get("PINGUARD_OPTIONS", ""))
     lib = pgenv.find_library(script_dir)
     simcuda_dir = pgenv.find_simcuda(script_dir) if args.simcuda else None
     if args.log:

@@ -22,8 +22,18 @@ def add_arguments(parser):
     parser.add_argument("--cudart", metavar="PATH",
                         help="the libcudart to load (default: libcudart.so.13, then .so.12, "
                              "as the dynamic loader finds them)")
+    parser.add_argument("--simcuda", action="store_true",
+                        help="run the checks on simcuda, the simulated CUDA runtime and driver, "
+                             "found as `pinguard run --simcuda` finds them (no GPU needed)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="show each check's child output")
+
+
+class Target:
+    """What the probes run under: the library, and simcuda's directory (None: the real CUDA)."""
+
+    def __init__(self, lib, simcuda_dir=None):
+        self.lib, self.simcuda_dir = lib, simcuda_dir
 
 
 class Checks:
@@ -65,8 +75,8 @@ def _text(output):
     return output or ""
 
 
-def run_probe(lib, options, *probe_args):
-    env = pgenv.child_environment(lib, options)
+def run_probe(target, options, *probe_args):
+    env = pgenv.child_environment(target.lib, options, simcuda_dir=target.simcuda_dir)
     env.update(PROBE_ENV)
     try:
         p = subprocess.run([sys.executable, PROBES] + [str(a) for a in probe_args], env=env,
@@ -85,15 +95,15 @@ def _died(child):
     return "the child exited with status %d and no result" % child.rc
 
 
-def check_load(checks, lib):
-    child = run_probe(lib, "mode=audit:log_path=stderr", "load")
+def check_load(checks, target):
+    child = run_probe(target, "mode=audit:log_path=stderr", "load")
     r = child.result
     if not r or child.rc != 0:
         checks.line("FAIL", "load", _died(child), child)
         return False
     if not r["present"]:
         checks.line("FAIL", "load", "the preloaded process has no pinguard_wait: %s was not "
-                                    "loaded" % lib, child)
+                                    "loaded" % target.lib, child)
         return False
     if "pinguard:" in child.stderr:
         checks.line("FAIL", "load", "a process without CUDA got pinguard output", child)
@@ -103,10 +113,10 @@ def check_load(checks, lib):
     return True
 
 
-def check_cuda(checks, lib, cudart):
+def check_cuda(checks, target, cudart):
     """Interposition and tracking. Returns True when a device answered (tracking was possible)."""
     options = "mode=audit:exitcode=0:log_path=stderr"
-    child = run_probe(lib, options, "cuda", cudart or "", SIZE, COPIES, "commit")
+    child = run_probe(target, options, "cuda", cudart or "", SIZE, COPIES, "commit")
     r = child.result
     if not r:
         checks.line("FAIL", "interposition", _died(child), child)
@@ -117,7 +127,7 @@ def check_cuda(checks, lib, cudart):
                     "--cudart" % "; ".join(r.get("errors", [])), child)
         return False
     where = "%s (runtime %d)" % (r["cudart"], r["version"])
-    if not r["wrapper"] or os.path.realpath(r["wrapper"]) != os.path.realpath(lib):
+    if not r["wrapper"] or os.path.realpath(r["wrapper"]) != os.path.realpath(target.lib):
         checks.line("FAIL", "interposition", "cudaHostAlloc resolves to %s, not to pinguard's "
                                              "wrapper" % r["wrapper"], child)
         return False
@@ -144,8 +154,8 @@ def check_cuda(checks, lib, cudart):
     return True
 
 
-def check_fault(checks, lib):
-    child = run_probe(lib, "mode=audit:log_path=stderr", "fault")
+def check_fault(checks, target):
+    child = run_probe(target, "mode=audit:log_path=stderr", "fault")
     r = child.result
     if not r or child.rc != 0:
         checks.line("FAIL", "guard pages", _died(child), child)
@@ -161,9 +171,9 @@ def check_fault(checks, lib):
                     % (r["faults"], r["value"]), child)
 
 
-def check_guard_tracking(checks, lib, cudart):
+def check_guard_tracking(checks, target, cudart):
     options = "mode=enforce:guard=1:guard_min_bytes=4096:exitcode=0:log_path=stderr"
-    child = run_probe(lib, options, "cuda", cudart or "", SIZE, COPIES, "guard")
+    child = run_probe(target, options, "cuda", cudart or "", SIZE, COPIES, "guard")
     r = child.result
     if not r or child.rc != 0:
         checks.line("FAIL", "guarded buffer", _died(child), child)
@@ -189,11 +199,20 @@ def main(args, script_dir):
         print("selftest: FAIL (1 of 1 checks failed)")
         return 1
     checks.line("PASS", "library", lib)
-    if check_load(checks, lib):
-        device = check_cuda(checks, lib, args.cudart)
-        check_fault(checks, lib)
+    target = Target(lib)
+    if args.simcuda:
+        try:
+            target.simcuda_dir = pgenv.find_simcuda(script_dir)
+        except pgenv.UsageError as e:
+            checks.line("FAIL", "simcuda", str(e))
+            print("selftest: FAIL (%d of %d checks failed)" % (checks.failed, checks.count))
+            return 1
+        checks.line("PASS", "simcuda", target.simcuda_dir)
+    if check_load(checks, target):
+        device = check_cuda(checks, target, args.cudart)
+        check_fault(checks, target)
         if device:
-            check_guard_tracking(checks, lib, args.cudart)
+            check_guard_tracking(checks, target, args.cudart)
         else:
             checks.line("SKIP", "guarded buffer", "needs a working CUDA device")
     verdict = "FAIL (%d of %d checks failed)" % (checks.failed, checks.count) if checks.failed \

@@ -1,5 +1,7 @@
 """Intent: `pinguard report` merges the JSON logs of many processes into counts per kind and per
-call site (the same bug in two processes is one call site with two reports), folds repeat lines
+call site (kind, access site, launch site: the same bug in two processes is one call site with
+two reports), names the tests that were running, writes paths relative to --root, refuses text
+logs, fails a CI run with --fail-on-reports, folds repeat lines
 into their report's count, sums the stats_path counters files, and survives bad input: each bad
 line is counted and skipped with a warning, an unreadable file makes the exit status 1, and
 nothing crashes."""
@@ -167,6 +169,89 @@ def bad_input():
               "warnings are capped", r)
 
 
+def _launched(report, file, line):
+    report["gpu"][0]["stack"][1].update(file=file, line=line)
+    return report
+
+
+def grouping():
+    """Rows are (kind, access site, launch site): one access site reached by two launches is two
+    rows. Each row names the tests that were running; --root makes paths relative."""
+    with tempfile.TemporaryDirectory() as d:
+        a = _launched(_report(1, 1, FREE, "/ck/src/a.c"), "/ck/src/store.c", 41)
+        a["test"] = "tests/test_kv.py::test_store"
+        b = _launched(_report(1, 2, FREE, "/ck/src/a.c"), "/ck/src/evict.c", 7)
+        b["test"] = "tests/test_kv.py::test_evict"
+        c = _launched(_report(2, 1, FREE, "/ck/src/a.c"), "/ck/src/store.c", 41)
+        c["test"] = "tests/test_kv.py::test_store_many"
+        _write(os.path.join(d, "pinguard.1"), [
+            a, b, {"type": "repeat", "pid": 1, "id": 2, "kind": FREE, "count": 3}])
+        _write(os.path.join(d, "pinguard.2"), [c])
+        r = pinguard("report", "--json", "--root", "/ck", d)
+        check(r.rc == 0, "report --json --root works", r)
+        m = json.loads(r.out)
+        rows = {(s["site"], s["launched_at"]): s for s in m["sites"]}
+        check(set(rows) == {("src/a.c:10 in f", "src/store.c:41 in store"),
+                            ("src/a.c:10 in f", "src/evict.c:7 in store")},
+              "two rows for two launch sites, paths relative to --root: %s" % list(rows), r)
+        store = rows[("src/a.c:10 in f", "src/store.c:41 in store")]
+        check(store["reports"] == 2 and store["tests"] == ["tests/test_kv.py::test_store",
+                                                           "tests/test_kv.py::test_store_many"],
+              "the store row names both tests", r)
+        evict = rows[("src/a.c:10 in f", "src/evict.c:7 in store")]
+        check(evict["reports"] == 3 and evict["tests"] == ["tests/test_kv.py::test_evict"],
+              "repeats count under their report's test", r)
+        check(m["tests"][0] == {"test": "tests/test_kv.py::test_evict", "reports": 3},
+              "reports by test", r)
+        r = pinguard("report", "--root", "/ck/", d)
+        check("reports by test" in r.out and "tests/test_kv.py::test_store +1 more" in r.out and
+              "src/evict.c:7 in store" in r.out and "/ck/" not in r.out,
+              "the text form shows tests and relative paths", r)
+
+
+TEXT_REPORT = ("==%d==pinguard: ERROR: free-during-device-access on 0x1000 (no known pinned "
+               "region)\n  cudaFreeHost (thread T1):\n    #0 0x1 in main a.c:3\n"
+               "SUMMARY: pinguard: free-during-device-access a.c:3 in main\n")
+
+
+def text_log():
+    """A text log (log_format=text) is refused with an error naming it and status 1, never
+    summarised as "no reports"."""
+    with tempfile.TemporaryDirectory() as d:
+        log = os.path.join(d, "pinguard.7")
+        with open(log, "w") as f:
+            f.write("".join(TEXT_REPORT % 7 for _ in range(3)))
+            f.write("pinguard: 3 reports (0 suppressed), 0 waits totalling 0.000 ms\n")
+        for args in ([log], ["--json", log], ["--fail-on-reports", d]):
+            r = pinguard("report", *args)
+            check(r.rc == 1 and "%s is a text log (3 text reports)" % log in r.err and
+                  "--json" in r.err, "%s: refused with status 1 and a clear error" % args, r)
+            check("\nno reports\n" not in r.out + "\n", "never 'no reports'", r)
+        r = pinguard("report", log)
+        check("1 text log not read" in r.out, "the summary says a log was not read", r)
+
+
+def fail_on_reports():
+    """--fail-on-reports: status 23 when anything unsuppressed was reported, 0 otherwise
+    (suppressed reports, or none)."""
+    with tempfile.TemporaryDirectory() as d:
+        bad, quiet = os.path.join(d, "bad"), os.path.join(d, "quiet")
+        os.mkdir(bad)
+        os.mkdir(quiet)
+        _write(os.path.join(bad, "pinguard.1"), [_report(1, 1, FREE, "a.c")])
+        _write(os.path.join(quiet, "pinguard.2"), [
+            {"type": "suppression", "pid": 2, "rule": "*:a.c", "hits": 4},
+            {"type": "summary", "pid": 2, "reports": 0, "suppressed": 4, "unique": 0,
+             "printed": 0, "not_printed_max_reports": 0, "waits": 0, "wait_ms": 0}])
+        r = pinguard("report", "--fail-on-reports", bad)
+        check(r.rc == 23 and "1 report not suppressed" in r.err, "reports fail the verdict", r)
+        r = pinguard("report", bad)
+        check(r.rc == 0, "without the flag the status is 0", r)
+        r = pinguard("report", "--fail-on-reports", "--json", quiet)
+        check(r.rc == 0 and json.loads(r.out)["suppressed"] == 4,
+              "suppressed reports alone pass", r)
+
+
 def top_negative():
     # Intent: --top takes a count; a negative one is refused with a clear error and status 2
     # (argparse's usage error), never accepted silently.
@@ -182,4 +267,5 @@ def top_negative():
 
 
 main({"merge": merge, "repeats": repeats, "bad_input": bad_input, "top_negative": top_negative,
-      "counters": counters})
+      "counters": counters, "grouping": grouping, "text_log": text_log,
+      "fail_on_reports": fail_on_reports})

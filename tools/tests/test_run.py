@@ -1,6 +1,7 @@
 """Intent: `pinguard run` preloads the shim, passes the options, and exits with the command's
 status: a buggy program reports and exits with pinguard's exitcode in audit (its own status in
-enforce, unless enforce_fails=1), its fixed twin is silent and exits 0, and bad usage exits 2."""
+enforce, unless enforce_fails=1), its fixed twin is silent and exits 0, and bad usage exits 2
+(an unknown mode or option, or a bad option value, before the program starts)."""
 import glob
 import json
 import os
@@ -52,6 +53,25 @@ def json_log():
         kinds = [o.get("kind") for o in lines if o["type"] == "report"]
         check(kinds == [FREE], "the log holds the JSON report, got %s" % kinds, r)
         check(any(o["type"] == "summary" for o in lines), "and the exit summary", r)
+
+
+def own_frames():
+    """pinguard's own frames (its wrappers of cudaHostAlloc, cudaMemcpyAsync, cudaFreeHost) never
+    appear in a stack: each stack starts at the program's call, in text and in JSON."""
+    r = pinguard("run", "--", e2e("free_during_copy"), "bug")
+    check(reports_of(r.err, FREE) == 1, "one report", r)
+    check("libpinguard" not in r.err and "pg_cuda_" not in r.err, "no pinguard frame", r)
+    check(r.err.count("    #0 ") == 3 and "in main" in r.err.split("    #0 ")[1],
+          "each of the three stacks starts in main", r)
+    with tempfile.TemporaryDirectory() as tmp:
+        r = pinguard("run", "--json", "--log", tmp, "--", e2e("free_during_copy"), "bug")
+        with open(glob.glob(os.path.join(tmp, "pinguard.*"))[0]) as f:
+            report = [json.loads(line) for line in f if '"report"' in line][0]
+        stacks = [report["access"]["stack"], report["region"]["stack"]] + \
+            [g["stack"] for g in report["gpu"]]
+        modules = [fr["module"] for st in stacks for fr in st]
+        check(modules and not any("libpinguard" in m for m in modules),
+              "no JSON frame in libpinguard.so: %s" % modules, r)
 
 
 SHOW_ENV = "import os; print(os.environ['LD_PRELOAD']); print(os.environ['PINGUARD_OPTIONS'])"
@@ -120,11 +140,30 @@ def usage():
     for args in (["--help"], ["run", "--help"], ["report", "--help"], ["selftest", "--help"]):
         r = pinguard(*args)
         check(r.rc == 0 and "usage:" in r.out, "%s prints usage and exits 0" % args, r)
+    # A mode or option the shim would ignore with a warning is refused before the program runs.
+    with tempfile.TemporaryDirectory() as tmp:
+        marker = os.path.join(tmp, "ran")
+        touch = [PYTHON, "-c", "open(%r, 'w').close()" % marker]
+        for opts, env_opts, word in (
+                (["--options", "mode=enforc"], "", "'mode' = 'enforc' (expected off, audit or "
+                                                   "enforce)"),
+                (["--options", "guard=maybe"], "", "'guard' = 'maybe'"),
+                (["--options", "stack_depth=0:print_stats=1"], "", "'stack_depth' = '0'"),
+                (["--options", "no_such_option=1"], "", "unknown option 'no_such_option'"),
+                (["--options", "max_reports"], "", "option without a value 'max_reports'"),
+                ([], "mode=enfroce", "PINGUARD_OPTIONS: bad value for option 'mode'")):
+            r = pinguard("run", *opts, "--", *touch, env=base_env(PINGUARD_OPTIONS=env_opts))
+            check(r.rc == 2 and word in r.err, "%s %r exits 2 naming the problem" % (opts, env_opts),
+                  r)
+            check(not os.path.exists(marker), "the program was not started", r)
+        r = pinguard("run", "--options", "mode=Enforce:guard_min_bytes=64k:stack_depth=16:"
+                     "python_stacks=auto:log_format=json:exitcode=255", "--", *touch)
+        check(r.rc == 0 and os.path.exists(marker), "good values run the program", r)
     r = pinguard("run", "--", "/nonexistent/program")
     check(r.rc == 127 and "not found" in r.err, "a missing command exits 127", r)
     r = pinguard("run", "--", "true", env=base_env(PINGUARD_LIB="/nonexistent/libpinguard.so"))
     check(r.rc == 2 and "PINGUARD_LIB" in r.err, "a bad PINGUARD_LIB is an error, not ignored", r)
 
 
-main({"audit": audit, "fixed": fixed, "enforce": enforce, "exitcode": exitcode_option,
+main({"audit": audit, "fixed": fixed, "own_frames": own_frames, "enforce": enforce, "exitcode": exitcode_option,
       "json_log": json_log, "environment": environment, "simcuda": simcuda, "usage": usage})
