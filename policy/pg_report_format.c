@@ -36,17 +36,33 @@ static bool platform_frame(const pg_frame_t *f) {
   return false;
 }
 
-/* The native frame a SUMMARY names: the innermost outside the runtime and the platform, else
- * the innermost outside the runtime, else the innermost. */
+/* A function of CUDA's API namespace (cudaMemcpyAsync, __cudaRegisterFunction, cuMemFreeHost):
+ * in a program or library that links the runtime statically, the runtime's code shares the
+ * module with the caller's, and only its names tell it apart. */
+static bool cuda_api_name(const char *fn) {
+  return strncmp(fn, "cuda", 4) == 0 ? fn[4] >= 'A' && fn[4] <= 'Z'
+         : strncmp(fn, "__cuda", 6) == 0 ? true
+         : fn[0] == 'c' && fn[1] == 'u' && fn[2] >= 'A' && fn[2] <= 'Z';
+}
+
+/* The native frame a SUMMARY names, below the last frame of CUDA's API (so that a statically
+ * linked runtime's own frames, cudaFreeHost's and its helpers', are passed over too): the
+ * innermost outside the runtime and the platform, else the innermost outside the runtime; the
+ * same from the top when nothing below qualifies; else the innermost. */
 static const pg_frame_t *summary_frame(const pg_report_view_t *v) {
   const pg_symstack_t *s = v->access && v->access->present && v->access->depth ? v->access : NULL;
   if (!s && v->r->n_gpu && v->gpu[0] && v->gpu[0]->present && v->gpu[0]->depth) s = v->gpu[0];
   if (!s) return NULL;
+  unsigned from = 0;
   for (unsigned i = 0; i < s->depth; i++)
-    if (s->f[i].module[0] && !runtime_frame(&s->f[i]) && !platform_frame(&s->f[i]))
-      return &s->f[i];
-  for (unsigned i = 0; i < s->depth; i++)
-    if (s->f[i].module[0] && !runtime_frame(&s->f[i])) return &s->f[i];
+    if (cuda_api_name(s->f[i].function)) from = i + 1;
+  for (int pass = 0; pass < 2; pass++, from = 0) {
+    for (unsigned i = from; i < s->depth; i++)
+      if (s->f[i].module[0] && !runtime_frame(&s->f[i]) && !platform_frame(&s->f[i]))
+        return &s->f[i];
+    for (unsigned i = from; i < s->depth; i++)
+      if (s->f[i].module[0] && !runtime_frame(&s->f[i])) return &s->f[i];
+  }
   return &s->f[0];
 }
 

@@ -22,6 +22,7 @@
 #include <mqueue.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/msg.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -289,6 +290,10 @@ PG_IO(ssize_t, process_vm_readv, "process_vm_readv(2)",
        unsigned long nr, unsigned long flags), (pid, local, nl, remote, nr, flags),
       FILLS_IOV(local, nl); READS(remote, nr * sizeof *remote);
       if (pid == getpid()) READS_IOV(remote, nr))
+
+/* msync writes a MAP_SHARED file mapping's pages back to its file: it publishes the bytes, as a
+ * write(2) of them would (the kernel reads them; no EFAULT, protections do not stop it). */
+PG_IO(int, msync, "msync(2)", (void *addr, size_t n, int flags), (addr, n, flags), READS(addr, n))
 
 /* ---- either way: the direction is in the arguments ------------------------------------------ */
 PG_IO(ssize_t, vmsplice, "vmsplice(2)",

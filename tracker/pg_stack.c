@@ -135,8 +135,10 @@ bool pg_stack_bounds(uintptr_t *lo, uintptr_t *hi) {
 
 /* Walks saved frame pointers from fp. Each step must move up the stack, stay inside it and stay
  * aligned; a frame compiled without a frame pointer fails one of these and ends the walk.
- * *broken (if given) tells such an end from the outermost frame's (a saved frame pointer of 0,
- * as the C library's thread and program entry leave it) and from a full buffer. */
+ * *broken (if given) tells such an end from a full buffer. A saved frame pointer of 0 ends the
+ * walk too, but counts as a break: the C library's thread and program entry leave one (an end
+ * frame, or a dead end, which the caller learns once per thread and site), and so can code
+ * built without frame pointers that keeps 0 in rbp, where the stack goes on. */
 static inline __attribute__((always_inline)) unsigned walk_frames(uintptr_t fp, void **pc,
                                                                  unsigned n, unsigned max,
                                                                  unsigned skip, bool *broken) {
@@ -154,11 +156,7 @@ static inline __attribute__((always_inline)) unsigned walk_frames(uintptr_t fp, 
     if (ret < 4096 || ret - lo < hi - lo) break;
     if (skip) skip--;
     else pc[n++] = (void *)ret;
-    if (next == 0) {
-      bad = false;
-      break;
-    }
-    if (next <= fp) break;
+    if (next <= fp) break; /* 0 included */
     fp = next;
   }
   if (n == max) bad = false;

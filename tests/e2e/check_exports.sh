@@ -15,7 +15,7 @@ bad=$(nm -D --defined-only "$lib" | awk '{print $3}' | sed 's/@.*//' |
       grep -Evx 'p?read(64)?|p?readv(64)?|preadv(64v)?2|recv(from|msg|mmsg)?|mq_(timed)?receive|msgrcv' |
       grep -Evx '__(write|read|send|pwrite64|pread64)|__(p?read(64)?|recv(from)?)_chk' |
       grep -Evx 'f(read|write)(_unlocked)?|__fread(_unlocked)?_chk|aio_(read|write)(64)?' |
-      grep -Evx 'lio_listio(64)?|io_submit|process_vm_(readv|writev)|vmsplice|getrandom|getentropy' ||
+      grep -Evx 'lio_listio(64)?|io_submit|process_vm_(readv|writev)|vmsplice|getrandom|getentropy|msync' ||
       true)
 if [ -n "$bad" ]; then
   echo "FAIL: unexpected exports:"; echo "$bad"; fail=1
@@ -28,7 +28,7 @@ for sym in cudaMemcpyAsync cudaMemcpyAsync_ptsz cudaLaunchKernel cudaMemcpyBatch
            read readv preadv preadv64 preadv2 preadv64v2 recvmsg recvmmsg fread fread_unlocked \
            __fread_chk __fread_unlocked_chk vmsplice process_vm_readv process_vm_writev \
            aio_read aio_read64 aio_write aio_write64 lio_listio lio_listio64 mq_send \
-           mq_timedsend mq_receive mq_timedreceive msgsnd msgrcv getrandom getentropy io_submit; do
+           mq_timedsend mq_receive mq_timedreceive msgsnd msgrcv getrandom getentropy io_submit msync; do
   nm -D --defined-only "$lib" | grep -q " $sym\$" || { echo "FAIL: $sym not exported"; fail=1; }
 done
 [ $fail -eq 0 ] && echo "ok: $n cuda* exports, pinguard_* API, no libcudart dependency"

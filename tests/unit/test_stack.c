@@ -172,6 +172,33 @@ __attribute__((noinline)) void ts_breaking_caller(pg_stack_t *st) {
   __asm__ volatile("" ::: "memory");
 }
 
+/* The same frame, but with 0 in rbp: the chain ends on a saved frame pointer of 0 before libc's
+ * entry, like the outermost frame's, though the stack goes on. */
+void ts_zero_frame_pointer(pg_stack_t *st);
+__asm__(".text\n"
+        ".globl ts_zero_frame_pointer\n"
+        ".type ts_zero_frame_pointer, @function\n"
+        "ts_zero_frame_pointer:\n"
+        ".cfi_startproc\n"
+        "  push %rbx\n"
+        ".cfi_def_cfa_offset 16\n"
+        ".cfi_offset %rbx, -16\n"
+        "  mov %rbp, %rbx\n"
+        ".cfi_register %rbp, %rbx\n"
+        "  xor %ebp, %ebp\n"
+        "  call ts_capture_redo\n"
+        "  mov %rbx, %rbp\n"
+        "  pop %rbx\n"
+        ".cfi_def_cfa_offset 8\n"
+        "  ret\n"
+        ".cfi_endproc\n"
+        ".size ts_zero_frame_pointer, .-ts_zero_frame_pointer\n");
+
+__attribute__((noinline)) void ts_zero_caller(pg_stack_t *st) {
+  ts_zero_frame_pointer(st);
+  __asm__ volatile("" ::: "memory");
+}
+
 static bool reaches(const pg_stack_t *st, void *fn) {
   for (unsigned i = 0; i < st->depth; i++)
     if (func_of(st->pc[i]) == fn) return true;
@@ -199,6 +226,11 @@ Test(stack, broken_walk_is_redone_by_the_unwinder) {
   cr_assert_eq(func_of(st.pc[0]), (void *)ts_capture_redo);
   cr_assert(reaches(&st, (void *)ts_no_frame_pointer));
   cr_assert(reaches(&st, (void *)ts_breaking_caller), "the unwinder gets past the broken frame");
+  /* A walk that ends on a saved frame pointer of 0 before libc's entry broke too. */
+  pg_stack_set_fast_unwind(PG_UNWIND_FP_REDO);
+  ts_zero_caller(&st);
+  cr_assert_eq(func_of(st.pc[0]), (void *)ts_capture_redo);
+  cr_assert(reaches(&st, (void *)ts_zero_caller), "depth %u: the walk stopped at the 0", st.depth);
   /* A walk that ends at the thread's entry in libc is complete: no unwinder (which would add
    * libc's own frames), the same frames as frame pointers alone. */
   pg_stack_t ab[2];
