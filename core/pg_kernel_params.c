@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg_pinmap.h"
 #include "pg_stats.h"
 
 /* ---- one lock-free table: pointer key -> entry --------------------------------------------- */
@@ -90,7 +91,10 @@ const pg_kparams_t *pg_kparams_get(const void *func, pg_kparams_describe_fn desc
 
 /* ---- the pointer scan ------------------------------------------------------------------------- */
 /* Each 8-aligned word (alignment relative to the argument buffer's layout, as the device sees
- * it) of each parameter; words below 4096 are counts, flags or NULL, never host addresses. */
+ * it) of each parameter; words below 4096 are counts, flags or NULL, never host addresses, and
+ * a word in no granule of pinned memory (pg_pinmap.h: one load) cannot point into a region: the
+ * launch then has no span for it, and a launch with none captures no stack and records nothing
+ * (pg_shim_launch_tracked). */
 static void scan(pg_op_t *op, const pg_kparams_t *kp, void *const *args) {
   for (int i = 0; i < kp->nparams && args; i++) {
     const char *val = args[i];
@@ -100,7 +104,7 @@ static void scan(pg_op_t *op, const pg_kparams_t *kp, void *const *args) {
     for (size_t k = first; k + 8 <= sz; k += 8) {
       uintptr_t word;
       memcpy(&word, val + k, sizeof word);
-      if (word < 4096) continue;
+      if (word < 4096 || !pg_pinmap_maybe(word)) continue;
       if (op->nspans >= PG_OP_MAX_SPANS) return;
       op->spans[op->nspans++] =
           (pg_span_t){.p = (const void *)word, .n = 0, .dir = PG_DIR_UNKNOWN};

@@ -46,11 +46,11 @@ static bool describe(const void *func, pg_kparams_t *kp) {
 
 int pg_shim_launch_tracked(const char *api, bool ptsz, const void *func,
                            pg_kparams_describe_fn describe, void **args, cudaStream_t s,
-                           const pg_stack_t *st, int (*fwd)(void *), void *fwd_ctx) {
+                           const pg_stack_site_t *site, int (*fwd)(void *), void *fwd_ctx) {
   pg_reentry_t r = pg_shim_enter();
   pg_op_t op;
   pg_op_begin_kernel(&op, api, func, s, ptsz);
-  pg_stack_copy(&op.stack, st);
+  op.site = *site; /* captured only if a parameter points into pinned memory */
   /* func NULL: a handle we never saw made */
   pg_kparams_build_op(&op, func ? pg_kparams_get(func, describe) : NULL, args);
   if (op.nspans) pg_decide_before_op(&op);

@@ -166,22 +166,32 @@ out:
 
 /* The unwinder (glibc's backtrace(), libgcc's DWARF unwinder underneath): exact through frames
  * built without frame pointers. Not for signal handlers (pg_decide_fault_stack argues its own
- * case). `ret` is our caller's return address: where the caller's frames begin. */
-static unsigned unwind(void *ret, void **pc, unsigned skip, unsigned max_depth) {
+ * case). The caller's frames are `ret` (a return address into the frame at fp: where they begin)
+ * and the frames the unwinder finds above that frame. The frame is found by its own return
+ * address, fp[1], so that a capture may run from deeper than the frame that took the site
+ * (pg_stack_capture_site); failing that (fp is not a frame), by ret itself. */
+static unsigned unwind(void *ret, uintptr_t fp, void **pc, unsigned skip, unsigned max_depth) {
   void *buf[PG_STACK_MAX + 64];
-  unsigned want = max_depth + skip + 4;
+  unsigned want = max_depth + skip + 4 + 8;
   if (want > sizeof(buf) / sizeof(buf[0])) want = sizeof(buf) / sizeof(buf[0]);
   int got = backtrace(buf, (int)want);
-  /* Usually buf[1], but an interceptor of backtrace() (the sanitizers have one) adds frames
-   * before it. */
-  int first = 1;
-  for (int i = 0; i < got; i++)
-    if (buf[i] == ret) {
-      first = i;
+  void *anchor = NULL;
+  if (t_cap.known == 1 && !(fp & 7) && fp - t_cap.lo < t_cap.hi - t_cap.lo - 16)
+    anchor = ((void *const *)fp)[1];
+  /* Usually buf[1] is ret, but an interceptor of backtrace() (the sanitizers have one) adds
+   * frames before it. */
+  int first = -1;
+  for (int i = 0; anchor && i < got; i++)
+    if (buf[i] == anchor) {
+      first = i - 1; /* buf[first] stands for ret */
       break;
     }
+  for (int i = 0; first < 0 && i < got; i++)
+    if (buf[i] == ret) first = i;
+  if (first < 0) first = got ? 1 : 0;
   unsigned n = 0;
-  for (int i = first + (int)skip; i < got && n < max_depth; i++) pc[n++] = buf[i];
+  for (int i = first + (int)skip; i < got && n < max_depth; i++)
+    pc[n++] = i == first ? ret : buf[i];
   return n;
 }
 
@@ -190,10 +200,10 @@ static unsigned unwind(void *ret, void **pc, unsigned skip, unsigned max_depth) 
  * remembered as a dead end. Returns the depth. Out of line, so that the common capture keeps a
  * small frame. */
 __attribute__((noinline)) static unsigned redo_walk(pg_stack_t *out, unsigned n, uintptr_t last,
-                                                    void *ret, unsigned skip,
+                                                    void *ret, uintptr_t fp, unsigned skip,
                                                     unsigned max_depth) {
   void *pc[PG_STACK_MAX];
-  unsigned m = unwind(ret, pc, skip, max_depth);
+  unsigned m = unwind(ret, fp, pc, skip, max_depth);
   bool gained = false;
   for (unsigned i = n; i < m && !gained; i++) gained = !walk_may_end_at((uintptr_t)pc[i]);
   if (!gained) t_cap.dead_end[dead_end_slot(last)] = last;
@@ -218,7 +228,7 @@ __attribute__((noinline)) static void capture(pg_stack_t *out, void *ret, uintpt
   if (!t_cap.known) learn_stack_bounds();
   int mode = atomic_load_explicit(&g_fast_unwind, memory_order_relaxed);
   if (mode == PG_UNWIND_EXACT) {
-    out->depth = (uint8_t)unwind(ret, out->pc, skip, max_depth);
+    out->depth = (uint8_t)unwind(ret, fp, out->pc, skip, max_depth);
   } else {
     unsigned n = 0, s = skip;
     if (s == 0) out->pc[n++] = ret; /* exact even if the walk fails */
@@ -236,7 +246,7 @@ __attribute__((noinline)) static void capture(pg_stack_t *out, void *ret, uintpt
     /* The walk broke in a frame without a frame pointer (libffi, a library built with
      * -fomit-frame-pointer): what it has not reached may be the caller's own code, so ask the
      * unwinder, which reads the unwind tables instead. */
-    if (broken) n = redo_walk(out, n, last, ret, skip, max_depth);
+    if (broken) n = redo_walk(out, n, last, ret, fp, skip, max_depth);
     out->depth = (uint8_t)n;
   }
   pg_pystack_capture(out);
@@ -253,9 +263,8 @@ __attribute__((noinline)) void pg_stack_capture(pg_stack_t *out, unsigned skip,
  * frame-pointer walks) without a call or a saved register: the walk that meets a break point
  * it saw before, or none, is the whole capture. Anything else is capture()'s, which redoes the
  * walk from the start (it has no side effect on out until then). */
-__attribute__((noinline)) void pg_stack_capture_here(pg_stack_t *out) {
-  void *ret = __builtin_return_address(0);
-  uintptr_t fp = ((const uintptr_t *)__builtin_frame_address(0))[0];
+static inline __attribute__((always_inline)) void capture_at(pg_stack_t *out, void *ret,
+                                                             uintptr_t fp) {
   int mode = atomic_load_explicit(&g_fast_unwind, memory_order_relaxed);
   if (__builtin_expect(!t_cap.ready || mode == PG_UNWIND_EXACT, 0))
     return capture(out, ret, fp, 0, PG_STACK_MAX);
@@ -272,6 +281,20 @@ __attribute__((noinline)) void pg_stack_capture_here(pg_stack_t *out) {
   out->flags = 0;
   out->py_depth = 0;
   if (pg_pystack_layout) pg_pystack_capture(out);
+}
+
+__attribute__((noinline)) void pg_stack_capture_here(pg_stack_t *out) {
+  capture_at(out, __builtin_return_address(0),
+             ((const uintptr_t *)__builtin_frame_address(0))[0]);
+}
+
+__attribute__((noinline)) void pg_stack_site_here(pg_stack_site_t *site) {
+  site->ret = __builtin_return_address(0);
+  site->fp = ((const uintptr_t *)__builtin_frame_address(0))[0];
+}
+
+void pg_stack_capture_site(pg_stack_t *out, const pg_stack_site_t *site) {
+  capture_at(out, site->ret, site->fp);
 }
 
 void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_depth) {

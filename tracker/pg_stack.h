@@ -61,6 +61,18 @@ void pg_stack_capture(pg_stack_t *out, unsigned skip, unsigned max_depth);
 /* pg_stack_capture(out, 0, PG_STACK_MAX), cheaper: every interceptor's call. */
 void pg_stack_capture_here(pg_stack_t *out);
 
+/* Where a capture would start, kept so that the capture itself can wait until it is known to be
+ * needed (an op that turns out to touch no pinned memory captures nothing): the return address
+ * and frame pointer pg_stack_capture_here would start from. A few instructions. */
+typedef struct pg_stack_site {
+  void *ret;    /* NULL: no site kept */
+  uintptr_t fp;
+} pg_stack_site_t;
+void pg_stack_site_here(pg_stack_site_t *site);
+/* What pg_stack_capture_here would have captured at the site: only while the frame that took the
+ * site is still live (called from it, or from a function it called). */
+void pg_stack_capture_site(pg_stack_t *out, const pg_stack_site_t *site);
+
 /* Captures from a signal context: pc and frame pointer of the interrupted instruction. pc[0] is
  * that pc, marked PG_STACK_EXACT_PC0. */
 void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_depth);
