@@ -67,11 +67,37 @@ typedef struct func_entry {
 static _Atomic(kp_entry_t *) func_slots[KP_FUNCS];
 static kp_table_t funcs = {func_slots, KP_FUNCS, 16};
 
+/* The words the scan reads: each 8-aligned word (alignment relative to the argument buffer's
+ * layout, as the device sees it) of each parameter. */
+static void list_words(pg_kparams_t *kp) {
+  int n = 0;
+  bool each = true;
+  for (int i = 0; i < kp->nparams; i++) {
+    size_t off = kp->offset[i], sz = kp->size[i];
+    each = each && sz == 8 && off % 8 == 0;
+    for (size_t k = (8 - off % 8) % 8; k + 8 <= sz; k += 8) {
+      if (n == PG_KP_MAX_WORDS) {
+        kp->nwords = -1;
+        return;
+      }
+      kp->word[n++] = (uint32_t)i << 16 | (uint32_t)k;
+    }
+  }
+  kp->nwords = n;
+  kp->one_word_each = each && n == kp->nparams;
+}
+
+/* The last layout this thread used: a launch loop asks for one function over and over. Entries
+ * are never freed, so the pointer stays valid. */
+static __thread const pg_kparams_t *t_last_kp;
+
 const pg_kparams_t *pg_kparams_get(const void *func, pg_kparams_describe_fn describe) {
+  const pg_kparams_t *last = t_last_kp;
+  if (last && last->func == func) return last;
   if (!func) return NULL;
   bool room;
   kp_entry_t *e = kp_find(&funcs, func, &room);
-  if (e) return &((func_entry_t *)e)->kp;
+  if (e) return t_last_kp = &((func_entry_t *)e)->kp;
   if (!room || !describe) return NULL; /* full in this neighbourhood: the caller scans nothing */
   func_entry_t *fresh = calloc(1, sizeof *fresh);
   if (!fresh) return NULL;
@@ -84,9 +110,10 @@ const pg_kparams_t *pg_kparams_get(const void *func, pg_kparams_describe_fn desc
   }
   if (!fresh->kp.name) fresh->kp.name = "kernel";
   if (fresh->kp.nparams > PG_KP_MAX_PARAMS) fresh->kp.nparams = PG_KP_MAX_PARAMS;
+  list_words(&fresh->kp);
   e = kp_insert(&funcs, &fresh->hdr);
   if (e != &fresh->hdr) free(fresh); /* another thread described it first, or no room left */
-  return e ? &((func_entry_t *)e)->kp : NULL;
+  return e ? (t_last_kp = &((func_entry_t *)e)->kp) : NULL;
 }
 
 /* ---- the pointer scan ------------------------------------------------------------------------- */
@@ -95,20 +122,62 @@ const pg_kparams_t *pg_kparams_get(const void *func, pg_kparams_describe_fn desc
  * a word in no granule of pinned memory (pg_pinmap.h: one load) cannot point into a region: the
  * launch then has no span for it, and a launch with none captures no stack and records nothing
  * (pg_shim_launch_tracked). */
-static void scan(pg_op_t *op, const pg_kparams_t *kp, void *const *args) {
-  for (int i = 0; i < kp->nparams && args; i++) {
+/* The rare word that may point into pinned memory: becomes a span (false: no room left). */
+__attribute__((noinline)) static bool add_word(pg_op_t *op, uintptr_t word) {
+  if (word < 4096) return true;
+  if (op->nspans >= PG_OP_MAX_SPANS) return false;
+  op->spans[op->nspans++] = (pg_span_t){.p = (const void *)word, .n = 0, .dir = PG_DIR_UNKNOWN};
+  return true;
+}
+
+/* A word that may point into pinned memory becomes a span (false: the op has no room left). */
+static inline __attribute__((always_inline)) bool take_word(pg_op_t *op, const char *at) {
+  uintptr_t word;
+  memcpy(&word, at, sizeof word);
+  if (__builtin_expect(!pg_pinmap_maybe(word), 1)) return true;
+  return add_word(op, word);
+}
+
+/* Without a word list (a layout with more words than PG_KP_MAX_WORDS): the layout walked. */
+__attribute__((noinline)) static void scan_layout(pg_op_t *op, const pg_kparams_t *kp,
+                                                  void *const *args) {
+  for (int i = 0; i < kp->nparams; i++) {
     const char *val = args[i];
     if (!val) continue;
     size_t off = kp->offset[i], sz = kp->size[i];
-    size_t first = (8 - off % 8) % 8; /* first 8-aligned word, relative to the parameter */
-    for (size_t k = first; k + 8 <= sz; k += 8) {
-      uintptr_t word;
-      memcpy(&word, val + k, sizeof word);
-      if (word < 4096 || !pg_pinmap_maybe(word)) continue;
-      if (op->nspans >= PG_OP_MAX_SPANS) return;
-      op->spans[op->nspans++] =
-          (pg_span_t){.p = (const void *)word, .n = 0, .dir = PG_DIR_UNKNOWN};
+    for (size_t k = (8 - off % 8) % 8; k + 8 <= sz; k += 8)
+      if (!take_word(op, val + k)) return;
+  }
+}
+
+/* The common kernel, all of whose parameters are pointer-sized words: one granule test each,
+ * two at a time. */
+static void scan_each(pg_op_t *op, int n, void *const *args) {
+  int i = 0;
+  for (; i + 2 <= n; i += 2) {
+    const uintptr_t *a = args[i], *b = args[i + 1];
+    if (__builtin_expect(!a || !b, 0)) break;
+    uintptr_t wa = *a, wb = *b;
+    if (__builtin_expect(pg_pinmap_maybe(wa) | pg_pinmap_maybe(wb), 0)) {
+      if (pg_pinmap_maybe(wa) && !add_word(op, wa)) return;
+      if (pg_pinmap_maybe(wb) && !add_word(op, wb)) return;
     }
+  }
+  for (; i < n; i++) {
+    const uintptr_t *a = args[i];
+    if (a && pg_pinmap_maybe(*a) && !add_word(op, *a)) return;
+  }
+}
+
+static void scan(pg_op_t *op, const pg_kparams_t *kp, void *const *args) {
+  if (!args) return;
+  if (kp->one_word_each) return scan_each(op, kp->nwords, args);
+  if (kp->nwords < 0) return scan_layout(op, kp, args);
+  int n = kp->nwords;
+  for (int w = 0; w < n; w++) {
+    const char *val = args[kp->word[w] >> 16];
+    if (__builtin_expect(val != NULL, 1) && !take_word(op, val + (kp->word[w] & 0xffff)))
+      return;
   }
 }
 

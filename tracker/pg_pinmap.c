@@ -2,16 +2,16 @@
  * count is read and written back without a read-modify-write instruction. */
 #include "pg_pinmap.h"
 
-_Atomic uint16_t pg_pinmap_count[PG_PINMAP_GRANULES];
-atomic_bool pg_pinmap_high;
+_Atomic uint16_t pg_pinmap_count[PG_PINMAP_GRANULES + 1];
+
+static uintptr_t granule(uintptr_t p) {
+  uintptr_t g = p >> PG_PINMAP_SHIFT;
+  return g < PG_PINMAP_GRANULES ? g : PG_PINMAP_GRANULES;
+}
 
 static void change(uintptr_t lo, uintptr_t hi, int by) {
   if (hi <= lo) return;
-  uintptr_t top = (uintptr_t)1 << PG_PINMAP_TOP;
-  if (hi > top) atomic_store_explicit(&pg_pinmap_high, true, memory_order_relaxed); /* stays */
-  if (lo >= top) return;
-  if (hi > top) hi = top;
-  for (uintptr_t g = lo >> PG_PINMAP_SHIFT; g <= (hi - 1) >> PG_PINMAP_SHIFT; g++) {
+  for (uintptr_t g = granule(lo); g <= granule(hi - 1); g++) {
     uint16_t c = atomic_load_explicit(&pg_pinmap_count[g], memory_order_relaxed);
     if (c == UINT16_MAX) continue; /* saturated: stays set */
     if (by < 0 && c == 0) continue;

@@ -5,7 +5,7 @@
  *
  * The address space below 2^47 is cut into 64 MiB granules, each with a count of the regions
  * that overlap it (counts saturate at 65535 and then stay). A granule with count 0 holds no
- * pinned byte. Addresses at or above 2^47 share one flag: set once any region reaches there.
+ * pinned byte. Addresses at or above 2^47 share one last count, as if one granule.
  * Readers take no lock: a region being added or removed concurrently with a launch that uses it
  * may or may not be seen, as with the index itself (added before the index publishes it, removed
  * after the index forgets it). */
@@ -21,14 +21,14 @@
 #define PG_PINMAP_TOP 47
 #define PG_PINMAP_GRANULES ((size_t)1 << (PG_PINMAP_TOP - PG_PINMAP_SHIFT))
 
-extern _Atomic uint16_t pg_pinmap_count[PG_PINMAP_GRANULES];
-extern atomic_bool pg_pinmap_high;
+/* [PG_PINMAP_GRANULES]: every address at or above 2^47. */
+extern _Atomic uint16_t pg_pinmap_count[PG_PINMAP_GRANULES + 1];
 
-/* Whether p may lie inside a pinned region (false: certainly not). A few instructions. */
+/* Whether p may lie inside a pinned region (false: certainly not). Five instructions, no branch
+ * but the caller's. */
 static inline bool pg_pinmap_maybe(uintptr_t p) {
   uintptr_t g = p >> PG_PINMAP_SHIFT;
-  if (__builtin_expect(g >= PG_PINMAP_GRANULES, 0))
-    return atomic_load_explicit(&pg_pinmap_high, memory_order_relaxed);
+  g = g < PG_PINMAP_GRANULES ? g : PG_PINMAP_GRANULES;
   return atomic_load_explicit(&pg_pinmap_count[g], memory_order_relaxed) != 0;
 }
 

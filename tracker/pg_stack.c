@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "pg_pystack.h"
+#include "pg_unwind.h"
 
 static atomic_int g_fast_unwind = PG_UNWIND_FP;
 static atomic_uint g_next_thread = 1;
@@ -92,6 +93,7 @@ void pg_stack_set_fast_unwind(int fast) {
     unsigned n = 0;
     dl_iterate_phdr(add_end_module, &n);
     atomic_store_explicit(&n_end_ranges, n, memory_order_release);
+    pg_unwind_set_end_test(walk_may_end_at);
   }
   /* Both modes may unwind (the fast one where its walk breaks): load libgcc_s now, not on the
    * first report-worthy event. */
@@ -130,14 +132,17 @@ bool pg_stack_bounds(uintptr_t *lo, uintptr_t *hi) {
   return true;
 }
 
-/* Walks saved frame pointers from fp. Each step must move up the stack, stay inside it and stay
+/* Walks saved frame pointers from fp (*at: the last frame whose return address it recorded, 0
+ * if none). Each step must move up the stack, stay inside it and stay
  * aligned; a frame compiled without a frame pointer fails one of these and ends the walk.
  * *broken (if given) tells such an end from the outermost frame's (a saved frame pointer of 0,
  * as the C library's thread and program entry leave it) and from a full buffer. */
 static inline __attribute__((always_inline)) unsigned walk_frames(uintptr_t fp, void **pc,
                                                                  unsigned n, unsigned max,
-                                                                 unsigned skip, bool *broken) {
+                                                                 unsigned skip, bool *broken,
+                                                                 uintptr_t *at) {
   bool bad = true;
+  *at = 0;
   if (t_cap.known != 1) goto out;
   uintptr_t lo = t_cap.lo, hi = t_cap.hi;
   while (n < max) {
@@ -150,7 +155,7 @@ static inline __attribute__((always_inline)) unsigned walk_frames(uintptr_t fp, 
      * without frame pointers keeps other values in rbp). */
     if (ret < 4096 || ret - lo < hi - lo) break;
     if (skip) skip--;
-    else pc[n++] = (void *)ret;
+    else pc[n++] = (void *)ret, *at = fp; /* the frame whose return address was recorded last */
     if (next == 0) {
       bad = false;
       break;
@@ -214,6 +219,35 @@ __attribute__((noinline)) static unsigned redo_walk(pg_stack_t *out, unsigned n,
   return n;
 }
 
+/* A walk of n frames broke (the frame at `at` was the last one it recorded, whose saved rbp it
+ * could not follow): the rest of the stack. A break point met before at an end frame ends it at
+ * one compare (the dead-end table), a new one is checked against the end ranges; anywhere else
+ * the cached unwinder (pg_unwind.h) reads on from that frame, and only where it cannot does the
+ * C library's unwinder redo the whole capture. Returns the depth. */
+__attribute__((noinline)) static unsigned finish_broken(pg_stack_t *out, unsigned n, uintptr_t at,
+                                                        void *ret, uintptr_t fp, unsigned skip,
+                                                        unsigned max_depth) {
+  uintptr_t last = (uintptr_t)out->pc[n - 1];
+  uintptr_t *seen = &t_cap.dead_end[dead_end_slot(last)];
+  if (*seen == last) return n;
+  if (at && skip == 0) {
+    const uintptr_t *f = (const uintptr_t *)at;
+    pg_unwind_regs_t r = {f[1], at + 2 * sizeof(uintptr_t), f[0]};
+    unsigned m = n;
+    switch (pg_unwind_continue(r, out->pc, &m, max_depth, t_cap.lo, t_cap.hi,
+                               PG_UNWIND_STOP_AT_END)) {
+      case PG_UNWIND_END_FRAME: *seen = last; return n;
+      case PG_UNWIND_UNSUPPORTED: break;
+      default: return m;
+    }
+  }
+  if (walk_may_end_at(last)) {
+    *seen = last;
+    return n;
+  }
+  return redo_walk(out, n, last, ret, fp, skip, max_depth);
+}
+
 /* A capture for a caller whose return address is `ret` and whose frame is at `fp` (its saved
  * frame pointer: where the walk starts). pg_stack_capture and pg_stack_capture_here are this,
  * from their own frames. */
@@ -234,19 +268,12 @@ __attribute__((noinline)) static void capture(pg_stack_t *out, void *ret, uintpt
     if (s == 0) out->pc[n++] = ret; /* exact even if the walk fails */
     else s--;
     bool broken;
-    n = walk_frames(fp, out->pc, n, max_depth, s, &broken);
-    uintptr_t last = n ? (uintptr_t)out->pc[n - 1] : 0;
-    if (broken && (mode != PG_UNWIND_FP_REDO || !last)) broken = false;
-    if (broken) {
-      /* A break point met before ends the walk at one compare; an end frame's is learned. */
-      uintptr_t *seen = &t_cap.dead_end[dead_end_slot(last)];
-      if (*seen == last) broken = false;
-      else if (walk_may_end_at(last)) *seen = last, broken = false;
-    }
+    uintptr_t at;
+    n = walk_frames(fp, out->pc, n, max_depth, s, &broken, &at);
     /* The walk broke in a frame without a frame pointer (libffi, a library built with
-     * -fomit-frame-pointer): what it has not reached may be the caller's own code, so ask the
-     * unwinder, which reads the unwind tables instead. */
-    if (broken) n = redo_walk(out, n, last, ret, fp, skip, max_depth);
+     * -fomit-frame-pointer): what it has not reached may be the caller's own code. */
+    if (broken && mode == PG_UNWIND_FP_REDO && n)
+      n = finish_broken(out, n, at, ret, fp, skip, max_depth);
     out->depth = (uint8_t)n;
   }
   pg_pystack_capture(out);
@@ -270,11 +297,12 @@ static inline __attribute__((always_inline)) void capture_at(pg_stack_t *out, vo
     return capture(out, ret, fp, 0, PG_STACK_MAX);
   out->pc[0] = ret;
   bool broken;
-  unsigned n = walk_frames(fp, out->pc, 1, PG_STACK_MAX, 0, &broken);
+  uintptr_t at;
+  unsigned n = walk_frames(fp, out->pc, 1, PG_STACK_MAX, 0, &broken, &at);
   if (broken && mode == PG_UNWIND_FP_REDO) {
     uintptr_t last = (uintptr_t)out->pc[n - 1];
     if (__builtin_expect(t_cap.dead_end[dead_end_slot(last)] != last, 0))
-      return capture(out, ret, fp, 0, PG_STACK_MAX);
+      n = finish_broken(out, n, at, ret, fp, 0, PG_STACK_MAX);
   }
   out->tid = t_cap.number;
   out->depth = (uint8_t)n;
@@ -307,6 +335,7 @@ void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_dep
   out->pc[0] = pc;
   out->flags = PG_STACK_EXACT_PC0;
   /* Bounds unknown (first event of this thread is a fault): report the faulting pc only. */
-  out->depth = (uint8_t)walk_frames((uintptr_t)fp, out->pc, 1, max_depth, 0, NULL);
+  uintptr_t at;
+  out->depth = (uint8_t)walk_frames((uintptr_t)fp, out->pc, 1, max_depth, 0, NULL, &at);
   pg_pystack_capture(out);
 }
