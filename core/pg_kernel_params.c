@@ -87,17 +87,13 @@ static void list_words(pg_kparams_t *kp) {
   kp->one_word_each = each && n == kp->nparams;
 }
 
-/* The last layout this thread used: a launch loop asks for one function over and over. Entries
- * are never freed, so the pointer stays valid. */
-static __thread const pg_kparams_t *t_last_kp;
+__thread const pg_kparams_t *pg_kparams_last;
 
-const pg_kparams_t *pg_kparams_get(const void *func, pg_kparams_describe_fn describe) {
-  const pg_kparams_t *last = t_last_kp;
-  if (last && last->func == func) return last;
+const pg_kparams_t *pg_kparams_get_slow(const void *func, pg_kparams_describe_fn describe) {
   if (!func) return NULL;
   bool room;
   kp_entry_t *e = kp_find(&funcs, func, &room);
-  if (e) return t_last_kp = &((func_entry_t *)e)->kp;
+  if (e) return pg_kparams_last = &((func_entry_t *)e)->kp;
   if (!room || !describe) return NULL; /* full in this neighbourhood: the caller scans nothing */
   func_entry_t *fresh = calloc(1, sizeof *fresh);
   if (!fresh) return NULL;
@@ -113,7 +109,7 @@ const pg_kparams_t *pg_kparams_get(const void *func, pg_kparams_describe_fn desc
   list_words(&fresh->kp);
   e = kp_insert(&funcs, &fresh->hdr);
   if (e != &fresh->hdr) free(fresh); /* another thread described it first, or no room left */
-  return e ? (t_last_kp = &((func_entry_t *)e)->kp) : NULL;
+  return e ? (pg_kparams_last = &((func_entry_t *)e)->kp) : NULL;
 }
 
 /* ---- the pointer scan ------------------------------------------------------------------------- */
@@ -122,63 +118,85 @@ const pg_kparams_t *pg_kparams_get(const void *func, pg_kparams_describe_fn desc
  * a word in no granule of pinned memory (pg_pinmap.h: one load) cannot point into a region: the
  * launch then has no span for it, and a launch with none captures no stack and records nothing
  * (pg_shim_launch_tracked). */
-/* The rare word that may point into pinned memory: becomes a span (false: no room left). */
-__attribute__((noinline)) static bool add_word(pg_op_t *op, uintptr_t word) {
-  if (word < 4096) return true;
-  if (op->nspans >= PG_OP_MAX_SPANS) return false;
-  op->spans[op->nspans++] = (pg_span_t){.p = (const void *)word, .n = 0, .dir = PG_DIR_UNKNOWN};
-  return true;
-}
+/* Candidates: the words that may point into pinned memory (pg_pinmap_maybe), in parameter
+ * order. A word is appended unconditionally and kept by advancing the count, so the common
+ * word costs no store branch. */
+typedef struct cands {
+  uintptr_t *out;
+  size_t n, cap;
+} cands_t;
 
-/* A word that may point into pinned memory becomes a span (false: the op has no room left). */
-static inline __attribute__((always_inline)) bool take_word(pg_op_t *op, const char *at) {
-  uintptr_t word;
-  memcpy(&word, at, sizeof word);
-  if (__builtin_expect(!pg_pinmap_maybe(word), 1)) return true;
-  return add_word(op, word);
+static inline __attribute__((always_inline)) void cand(cands_t *c, uintptr_t word) {
+  if (__builtin_expect(pg_pinmap_maybe(word), 0) && c->n < c->cap) c->out[c->n++] = word;
 }
 
 /* Without a word list (a layout with more words than PG_KP_MAX_WORDS): the layout walked. */
-__attribute__((noinline)) static void scan_layout(pg_op_t *op, const pg_kparams_t *kp,
+__attribute__((noinline)) static void scan_layout(cands_t *c, const pg_kparams_t *kp,
                                                   void *const *args) {
   for (int i = 0; i < kp->nparams; i++) {
     const char *val = args[i];
     if (!val) continue;
     size_t off = kp->offset[i], sz = kp->size[i];
-    for (size_t k = (8 - off % 8) % 8; k + 8 <= sz; k += 8)
-      if (!take_word(op, val + k)) return;
+    for (size_t k = (8 - off % 8) % 8; k + 8 <= sz; k += 8) {
+      uintptr_t word;
+      memcpy(&word, val + k, sizeof word);
+      cand(c, word);
+    }
   }
 }
 
-/* The common kernel, all of whose parameters are pointer-sized words: one granule test each,
- * two at a time. */
-static void scan_each(pg_op_t *op, int n, void *const *args) {
+/* The common kernel, all of whose parameters are pointer-sized words: four at a time, with one
+ * branch for the four granule tests. */
+static inline __attribute__((always_inline)) void scan_each(cands_t *c, int n,
+                                                            void *const *args) {
+  const _Atomic uint16_t *map = pg_pinmap_count;
   int i = 0;
-  for (; i + 2 <= n; i += 2) {
-    const uintptr_t *a = args[i], *b = args[i + 1];
-    if (__builtin_expect(!a || !b, 0)) break;
-    uintptr_t wa = *a, wb = *b;
-    if (__builtin_expect(pg_pinmap_maybe(wa) | pg_pinmap_maybe(wb), 0)) {
-      if (pg_pinmap_maybe(wa) && !add_word(op, wa)) return;
-      if (pg_pinmap_maybe(wb) && !add_word(op, wb)) return;
+  for (; i + 4 <= n; i += 4) {
+    const uintptr_t *a = args[i], *b = args[i + 1], *d = args[i + 2], *e = args[i + 3];
+    if (__builtin_expect(!a || !b || !d || !e, 0)) break;
+    uintptr_t wa = *a, wb = *b, wd = *d, we = *e;
+    unsigned any = atomic_load_explicit(&map[pg_pinmap_granule(wa)], memory_order_relaxed) |
+                   atomic_load_explicit(&map[pg_pinmap_granule(wb)], memory_order_relaxed) |
+                   atomic_load_explicit(&map[pg_pinmap_granule(wd)], memory_order_relaxed) |
+                   atomic_load_explicit(&map[pg_pinmap_granule(we)], memory_order_relaxed);
+    if (__builtin_expect(any != 0, 0)) {
+      cand(c, wa);
+      cand(c, wb);
+      cand(c, wd);
+      cand(c, we);
     }
   }
   for (; i < n; i++) {
     const uintptr_t *a = args[i];
-    if (a && pg_pinmap_maybe(*a) && !add_word(op, *a)) return;
+    if (a) cand(c, *a);
   }
 }
 
-static void scan(pg_op_t *op, const pg_kparams_t *kp, void *const *args) {
-  if (!args) return;
-  if (kp->one_word_each) return scan_each(op, kp->nwords, args);
-  if (kp->nwords < 0) return scan_layout(op, kp, args);
-  int n = kp->nwords;
-  for (int w = 0; w < n; w++) {
-    const char *val = args[kp->word[w] >> 16];
-    if (__builtin_expect(val != NULL, 1) && !take_word(op, val + (kp->word[w] & 0xffff)))
-      return;
+size_t pg_kparams_candidates(const pg_kparams_t *kp, void *const *args, uintptr_t *out,
+                             size_t cap) {
+  cands_t c = {out, 0, cap};
+  if (!args || kp->nparams <= 0) return 0;
+  if (kp->one_word_each) {
+    scan_each(&c, kp->nwords, args);
+  } else if (kp->nwords < 0) {
+    scan_layout(&c, kp, args);
+  } else {
+    for (int w = 0; w < kp->nwords; w++) {
+      const char *val = args[kp->word[w] >> 16];
+      if (__builtin_expect(val == NULL, 0)) continue;
+      uintptr_t word;
+      memcpy(&word, val + (kp->word[w] & 0xffff), sizeof word);
+      cand(&c, word);
+    }
   }
+  return c.n;
+}
+
+void pg_kparams_add_spans(pg_op_t *op, const uintptr_t *words, size_t n) {
+  for (size_t i = 0; i < n && op->nspans < PG_OP_MAX_SPANS; i++)
+    if (words[i] >= 4096)
+      op->spans[op->nspans++] =
+          (pg_span_t){.p = (const void *)words[i], .n = 0, .dir = PG_DIR_UNKNOWN};
 }
 
 void pg_kparams_fill_layout(pg_kparams_t *kp, pg_kparams_param_fn param) {
@@ -194,10 +212,12 @@ void pg_kparams_fill_layout(pg_kparams_t *kp, pg_kparams_param_fn param) {
 
 void pg_kparams_build_op(pg_op_t *op, const pg_kparams_t *kp, void *const *args) {
   if (kp) op->what = kp->name;
-  if (kp && kp->nparams > 0)
-    scan(op, kp, args);
-  else
+  if (kp && kp->nparams > 0) {
+    uintptr_t words[PG_OP_MAX_SPANS];
+    pg_kparams_add_spans(op, words, pg_kparams_candidates(kp, args, words, PG_OP_MAX_SPANS));
+  } else {
     pg_stat_inc(PG_STAT_KERNELS_UNSCANNED);
+  }
 }
 
 /* ---- kernel handles ---------------------------------------------------------------------------- */

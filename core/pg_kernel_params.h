@@ -51,8 +51,25 @@ typedef bool (*pg_kparams_param_fn)(const void *func, size_t index, size_t *offs
 void pg_kparams_fill_layout(pg_kparams_t *kp, pg_kparams_param_fn param);
 
 /* The cached layout of func, described on first sight (and its word list made); NULL when
- * describe declined or the cache has no room for it. */
-const pg_kparams_t *pg_kparams_get(const void *func, pg_kparams_describe_fn describe);
+ * describe declined or the cache has no room for it. The calling thread's last answer is
+ * checked first, inline (a launch loop asks for one function over and over; entries are never
+ * freed). */
+extern __thread const pg_kparams_t *pg_kparams_last;
+const pg_kparams_t *pg_kparams_get_slow(const void *func, pg_kparams_describe_fn describe);
+static inline const pg_kparams_t *pg_kparams_get(const void *func,
+                                                 pg_kparams_describe_fn describe) {
+  const pg_kparams_t *last = pg_kparams_last;
+  if (__builtin_expect(last && last->func == func, 1)) return last;
+  return pg_kparams_get_slow(func, describe);
+}
+
+/* The words of a launch's argument array (laid out as kp says) that may point into pinned
+ * memory (pg_pinmap.h: a granule holding some), in parameter order, at most cap of them into
+ * out; returns how many. About 9 instructions per pointer-sized parameter when none may. */
+size_t pg_kparams_candidates(const pg_kparams_t *kp, void *const *args, uintptr_t *out,
+                             size_t cap);
+/* Each candidate word (>= 4096) becomes a span of unknown direction up to its region's end. */
+void pg_kparams_add_spans(pg_op_t *op, const uintptr_t *words, size_t n);
 
 /* Fills a kernel launch's op from its layout and argument array: op->what becomes the kernel's
  * name and each plausible pointer word a span. Without a layout (kp NULL or nparams <= 0) the

@@ -81,8 +81,10 @@ void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_dep
 enum {
   PG_UNWIND_EXACT = 0,   /* glibc backtrace() every time: exact, a few microseconds */
   PG_UNWIND_FP = 1,      /* frame pointers only: cheap, stops at a frame built without them */
-  PG_UNWIND_FP_REDO = 2, /* frame pointers, redone by backtrace() where the walk breaks in the
-                          * program's code (not at libc's entry or the Python interpreter's) */
+  PG_UNWIND_FP_REDO = 2, /* frame pointers, continued through the cached unwind tables
+                          * (pg_unwind.h) where the walk breaks in the program's code (not at
+                          * libc's entry or the Python interpreter's), redone by backtrace()
+                          * where those cannot be followed */
 };
 void pg_stack_set_fast_unwind(int mode);
 
