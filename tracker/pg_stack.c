@@ -220,10 +220,12 @@ __attribute__((noinline)) static unsigned redo_walk(pg_stack_t *out, unsigned n,
 }
 
 /* A walk of n frames broke (the frame at `at` was the last one it recorded, whose saved rbp it
- * could not follow): the rest of the stack. A break point met before at an end frame ends it at
- * one compare (the dead-end table), a new one is checked against the end ranges; anywhere else
- * the cached unwinder (pg_unwind.h) reads on from that frame, and only where it cannot does the
- * C library's unwinder redo the whole capture. Returns the depth. */
+ * could not follow): the rest of the stack. The cached unwinder (pg_unwind.h) reads on from that
+ * frame, and only where it cannot does the C library's unwinder redo the whole capture. A break
+ * at an end frame, or one from which only end frames lie beyond (a thread function built without
+ * frame pointers, whose caller is the C library's thread entry), ends the stack there: the walk
+ * may end at libc's entry. Such a break point is remembered in the dead-end table, so that the
+ * next walk that meets it stops at one compare. Returns the depth. */
 __attribute__((noinline)) static unsigned finish_broken(pg_stack_t *out, unsigned n, uintptr_t at,
                                                         void *ret, uintptr_t fp, unsigned skip,
                                                         unsigned max_depth) {
@@ -234,11 +236,15 @@ __attribute__((noinline)) static unsigned finish_broken(pg_stack_t *out, unsigne
     const uintptr_t *f = (const uintptr_t *)at;
     pg_unwind_regs_t r = {f[1], at + 2 * sizeof(uintptr_t), f[0]};
     unsigned m = n;
+    bool only_end;
     switch (pg_unwind_continue(r, out->pc, &m, max_depth, t_cap.lo, t_cap.hi,
-                               PG_UNWIND_STOP_AT_END)) {
+                               PG_UNWIND_STOP_AT_END, &only_end)) {
       case PG_UNWIND_END_FRAME: *seen = last; return n;
       case PG_UNWIND_UNSUPPORTED: break;
-      default: return m;
+      default:
+        if (!only_end) return m;
+        *seen = last;
+        return n;
     }
   }
   if (walk_may_end_at(last)) {

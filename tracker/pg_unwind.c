@@ -410,8 +410,9 @@ __attribute__((noinline)) static uint64_t lookup(uintptr_t ret, bool cached_only
 }
 
 pg_unwind_end_t pg_unwind_continue(pg_unwind_regs_t r, void **pc, unsigned *np, unsigned max,
-                                   uintptr_t lo, uintptr_t hi, unsigned flags) {
-  unsigned n = *np;
+                                   uintptr_t lo, uintptr_t hi, unsigned flags, bool *only_end) {
+  unsigned n = *np, first = n;
+  uint64_t all = ~(uint64_t)0; /* the rules of the frames recorded, ANDed: R_END if all are */
   uintptr_t span = hi - lo;
   pg_unwind_end_t end = PG_UNWIND_FULL;
   uint64_t stop = BIT(R_UNSUPPORTED) | BIT(R_OUTERMOST);
@@ -422,6 +423,7 @@ pg_unwind_end_t pg_unwind_continue(pg_unwind_regs_t r, void **pc, unsigned *np, 
       rule = lookup(r.pc, flags & PG_UNWIND_CACHED_ONLY);
       if (!rule) rule = UNSUPPORTED;
     }
+    if (n != first) all &= rule;
     if (__builtin_expect(rule & stop, 0)) {
       end = (rule & BIT(R_UNSUPPORTED)) ? PG_UNWIND_UNSUPPORTED
             : (rule & BIT(R_OUTERMOST)) ? PG_UNWIND_OUTERMOST
@@ -452,6 +454,8 @@ pg_unwind_end_t pg_unwind_continue(pg_unwind_regs_t r, void **pc, unsigned *np, 
     r.pc = ret;
     r.sp = cfa;
   }
+  if (only_end)
+    *only_end = n != first && end == PG_UNWIND_OUTERMOST && (all & BIT(R_END));
   *np = n;
   return end;
 }

@@ -41,9 +41,12 @@ enum {
 };
 
 /* Appends to pc[*n..max) the return addresses of the frames above r.pc's, stopping as the
- * result says; *n is updated. Stack bounds [lo, hi). flags: PG_UNWIND_*. */
+ * result says; *n is updated. Stack bounds [lo, hi). flags: PG_UNWIND_*. *only_end (if given):
+ * whether it recorded frames, reached the outermost one, and every frame it recorded is in code
+ * the end test accepts (a thread function without frame pointers: only the C library's thread
+ * entry lay beyond). */
 pg_unwind_end_t pg_unwind_continue(pg_unwind_regs_t r, void **pc, unsigned *n, unsigned max,
-                                   uintptr_t lo, uintptr_t hi, unsigned flags);
+                                   uintptr_t lo, uintptr_t hi, unsigned flags, bool *only_end);
 
 /* The test behind PG_UNWIND_STOP_AT_END (pg_stack.c: the C library's entry, the interpreter's
  * loop), applied once per return address when its rule is cached. Set before the first walk. */
