@@ -32,16 +32,10 @@ static inline cudaStream_t pg_stream_of(cudaStream_t s, bool ptsz) {
 /* Captures the interceptor's caller stack (the application's call site is frame 0). */
 #define PG_CAPTURE(st) pg_stack_capture_here(st)
 /* Keeps where PG_CAPTURE would start for an op (pg_op.h): core captures its stack from there
- * only if the op touches pinned memory (pg_decide_before_op), while the interceptor runs. Inline:
- * the address of a label in the interceptor stands for pc[0] (PG_CAPTURE's is a return address
- * into it) and its frame pointer is where the walk starts, as pg_stack_site_here would give. */
-#define PG_CAPTURE_SITE(op)                                               \
-  do {                                                                    \
-    __label__ pg_site_;                                                   \
-  pg_site_:                                                               \
-    (op)->site.ret = &&pg_site_;                                          \
-    (op)->site.fp = (uintptr_t)__builtin_frame_address(0);                \
-  } while (0)
+ * only if the op touches pinned memory (pg_decide_before_op), while the interceptor runs. A
+ * call, so that pc[0] is a return address into the interceptor, as PG_CAPTURE's (reports name
+ * the interceptor's line in frame #0). */
+#define PG_CAPTURE_SITE(op) pg_stack_site_here(&(op)->site)
 
 /* After a successful pinning call (either API layer): the new region, with the application's
  * call site. A macro, so that the stack is captured in the interceptor's own frame. */
