@@ -109,7 +109,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help")) {
       printf("usage: bench_copy [--threads T] [--copies N] [--bytes S] [--batch B] "
-             "[--record-event] [--gate] [--driver]\n"
+             "[--record-event] [--gate] [--driver] [--inline]\n"
              "  T threads (default 1), each N (default 100000) host->device cudaMemcpyAsync of\n"
              "  S bytes (default 4096) on its own stream, timed in batches of B (default 1024);\n"
              "  prints one JSON line: median ns per call over batches, and calls per second.\n"
@@ -118,7 +118,8 @@ int main(int argc, char **argv) {
              "  --gate: hold each batch behind a host function until it is enqueued, so that\n"
              "  no copy completes meanwhile (repeatable instruction counts).\n"
              "  --driver: copy with the driver's cuMemcpyHtoDAsync_v2 (the event record and\n"
-             "  everything else stay runtime calls).\n");
+             "  everything else stay runtime calls).\n"
+             "  --inline: one worker, run on the main thread instead of a thread of its own.\n");
       return 0;
     }
   }
@@ -126,8 +127,9 @@ int main(int argc, char **argv) {
   long copies = bench_opt(argc, argv, "--copies", 100000);
   long bytes = bench_opt(argc, argv, "--bytes", 4096);
   long batch = bench_opt(argc, argv, "--batch", 1024);
-  int record_event = 0, gate = 0, driver = 0;
+  int record_event = 0, gate = 0, driver = 0, inline_loop = 0;
   for (int i = 1; i < argc; i++) {
+    inline_loop |= !strcmp(argv[i], "--inline");
     record_event |= !strcmp(argv[i], "--record-event");
     gate |= !strcmp(argv[i], "--gate");
     driver |= !strcmp(argv[i], "--driver");
@@ -140,7 +142,8 @@ int main(int argc, char **argv) {
   BENCH_CHECK(cudaFree(0)); /* runtime start-up outside the timed part */
 
   pthread_barrier_t start;
-  pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
+  if (inline_loop) threads = 1;
+  pthread_barrier_init(&start, NULL, inline_loop ? 1u : (unsigned)threads + 1);
   worker_t *w = calloc((size_t)threads, sizeof *w);
   pthread_t *tid = calloc((size_t)threads, sizeof *tid);
   size_t per = (size_t)((copies + batch - 1) / batch);
@@ -150,11 +153,16 @@ int main(int argc, char **argv) {
     w[t] = (worker_t){.index = (int)t, .copies = copies, .bytes = bytes, .batch = batch,
                       .record_event = record_event, .gate = gate, .driver = driver, .start = &start,
                       .batch_ns = all + per * (size_t)t};
-    if (pthread_create(&tid[t], NULL, run_worker, &w[t]) != 0) return 3;
+    if (!inline_loop && pthread_create(&tid[t], NULL, run_worker, &w[t]) != 0) return 3;
   }
-  pthread_barrier_wait(&start);
   uint64_t t0 = bench_now_ns();
-  for (long t = 0; t < threads; t++) pthread_join(tid[t], NULL);
+  if (inline_loop) {
+    run_worker(&w[0]); /* the loop in main's thread: its stack ends in the C library's entry */
+  } else {
+    pthread_barrier_wait(&start);
+    t0 = bench_now_ns();
+    for (long t = 0; t < threads; t++) pthread_join(tid[t], NULL);
+  }
   double wall = (double)(bench_now_ns() - t0) / 1e9;
 
   size_t n = 0;

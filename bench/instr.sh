@@ -6,10 +6,20 @@
 # runtime plus one cudaEventRecord per copy, and under pinguard in audit (guard=0). Then
 #   added_instr_per_copy = pinguard - runtime_record
 # is what pinguard costs beyond the completion event that any completion tracking pays.
-#   bench/instr.sh [--case copy|scale] [--api runtime|driver] [--threads T] [--copies N]
-#                  [--budget B] [--profile DIR]
+#   bench/instr.sh [--case copy|scale|launch] [--api runtime|driver] [--threads T] [--copies N]
+#                  [--nofp] [--params P] [--pinned] [--mode audit|enforce] [--budget B]
+#                  [--profile DIR]
 #     --case copy   (default) bench_copy: T threads (default 1), each its own stream, 4 KiB
 #                   host->device cudaMemcpyAsync; N defaults to 8192
+#     --nofp        (case copy) bench_copy_nofp: the same loop built -O2 without frame pointers,
+#                   run on the main thread (its stack goes through main to the C library's
+#                   entry), as most programs are built
+#     --case launch bench_launch: N (default 4096) launches of a kernel with P (default 16)
+#                   pointer parameters, all device pointers; --pinned: the first one points into
+#                   a pinned buffer. A launch that touches no pinned memory is tracked by nothing,
+#                   so its added_instr_per_copy is measured against the runtime alone (no event
+#                   record); with --pinned against runtime + record, as copies are
+#     --mode M      pinguard's mode (default audit)
 #     --api driver  the copies are the driver's cuMemcpyHtoDAsync_v2 instead (case copy; the
 #                   baseline's event record stays the runtime's cudaEventRecord, which is what
 #                   pinguard's completion event costs in either layer)
@@ -35,6 +45,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 case=copy api=runtime threads=1 copies="" budget="" profile="" regions=100000 inflight=10000
+nofp=0 params=16 pinned=0 pgmode=audit
 while [ $# -gt 0 ]; do
   case $1 in
     --case) case=$2; shift 2 ;;
@@ -45,6 +56,10 @@ while [ $# -gt 0 ]; do
     --regions) regions=$2; shift 2 ;;
     --inflight) inflight=$2; shift 2 ;;
     --profile) profile=$2; shift 2 ;;
+    --nofp) nofp=1; shift ;;
+    --params) params=$2; shift 2 ;;
+    --pinned) pinned=1; shift ;;
+    --mode) pgmode=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set /p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "instr.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -54,19 +69,27 @@ stub=${BENCH_STUBPIN:-$root/build/bench/libbench_stubpin.so}
 bin=${BENCH_BIN:-$root/build/bench}
 vg=${VALGRIND:-valgrind}
 command -v "$vg" >/dev/null || { echo "instr.sh: $vg not found" >&2; exit 2; }
-for f in "$shim" "$stub" "$bin/bench_copy" "$bin/bench_scale"; do
+for f in "$shim" "$stub" "$bin/bench_copy" "$bin/bench_scale" "$bin/bench_launch" \
+    "$bin/bench_copy_nofp"; do
   [ -e "$f" ] || { echo "instr.sh: missing $f (build the bench targets first)" >&2; exit 2; }
 done
 
+count_flag=--copies untracked=0
 case $case in
   copy)  copies=${copies:-8192}; long=$((2 * copies))
          prog=("$bin/bench_copy" --threads "$threads" --gate); pre=""; per_run=$threads
+         [ "$nofp" = 0 ] || { prog=("$bin/bench_copy_nofp" --inline --gate); threads=1; per_run=1; }
          [ "$api" = runtime ] || prog+=(--driver) ;;
+  launch) copies=${copies:-4096}; long=$((2 * copies)); threads=1
+         prog=("$bin/bench_launch" --params "$params" --gate); pre=""; per_run=1
+         count_flag=--launches
+         if [ "$pinned" = 1 ]; then prog+=(--pinned); else untracked=1; fi ;;
   scale) copies=${copies:-8192}; long=$((3 * copies)); threads=1
          prog=("$bin/bench_scale" --regions "$regions" --inflight "$inflight" --gate)
          pre=":$stub"; per_run=1 ;;
-  *) echo "instr.sh: --case copy|scale" >&2; exit 2 ;;
+  *) echo "instr.sh: --case copy|scale|launch" >&2; exit 2 ;;
 esac
+case $pgmode in audit|enforce) ;; *) echo "instr.sh: --mode audit|enforce" >&2; exit 2 ;; esac
 case $api in runtime|driver) ;; *) echo "instr.sh: --api runtime|driver" >&2; exit 2 ;; esac
 [ "$api" = runtime ] || [ "$case" = copy ] || { echo "instr.sh: --api driver needs --case copy" >&2; exit 2; }
 out=$(mktemp -d "${TMPDIR:-/tmp}/pg-instr.XXXXXX")
@@ -79,13 +102,13 @@ work_ir() {
   local mode=$1 n=$2 preload=${pre#:} opts="" extra=() file=$out/callgrind.$1.$2
   case $mode in
     record) extra=(--record-event) ;;
-    audit) preload=$shim$pre; opts=mode=audit:guard=0 ;;
+    audit) preload=$shim$pre; opts=mode=$pgmode:guard=0 ;;
   esac
   [ -z "$profile" ] || file=$profile/callgrind.$case.t$threads.$mode.$n
   if ! env SIMCUDA_LATENCY_US=0 LD_PRELOAD="$preload" PINGUARD_OPTIONS="$opts" \
-      "$vg" --tool=callgrind --callgrind-out-file="$file" "${prog[@]}" --copies "$n" \
+      "$vg" --tool=callgrind --callgrind-out-file="$file" "${prog[@]}" "$count_flag" "$n" \
       "${extra[@]}" >"$out/stdout" 2>"$out/stderr"; then
-    echo "instr.sh: $mode run failed (${prog[*]} --copies $n ${extra[*]})" >&2
+    echo "instr.sh: $mode run failed (${prog[*]} $count_flag $n ${extra[*]})" >&2
     tail -n 20 "$out/stderr" >&2
     exit 1
   fi
@@ -104,9 +127,14 @@ marginal() {
 runtime=$(marginal none)
 record=$(marginal record)
 audit=$(marginal audit)
-added=$(awk -v a="$audit" -v r="$record" 'BEGIN {printf "%.1f", a - r}')
+base=$record
+[ "$untracked" = 0 ] || base=$runtime
+added=$(awk -v a="$audit" -v r="$base" 'BEGIN {printf "%.1f", a - r}')
 geometry=""
-[ "$case" = copy ] || geometry="\"regions\":$regions,\"inflight\":$inflight,"
+[ "$case" != scale ] || geometry="\"regions\":$regions,\"inflight\":$inflight,"
+[ "$case" != launch ] || geometry="\"params\":$params,\"pinned\":$pinned,"
+[ "$nofp" = 0 ] || geometry="\"frame_pointers\":false,"
+geometry="$geometry\"mode\":\"$pgmode\","
 printf '{"bench":"instr","case":"%s","api":"%s","threads":%s,%s"copies":[%s,%s],' \
   "$case" "$api" "$threads" "$geometry" "$copies" "$long"
 rec_only=$(awk -v r="$record" -v n="$runtime" 'BEGIN {printf "%.1f", r - n}')

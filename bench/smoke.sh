@@ -105,6 +105,31 @@ d = json.loads(open(sys.argv[1]).read().splitlines()[-1])
 assert d["runtime"] > 500 and d["record"] > 200 and d["added_instr_per_copy"] > 200, d
 ' "$log" || fail "implausible counts"
     done ;;
+  instr_programs) # Instructions pinguard adds in loops built as real programs are (callgrind):
+         # the copy loop built without frame pointers (a full stack through the program's own
+         # frames to the C library's entry) at most BENCH_INSTR_BUDGET_NOFP per copy; a launch of
+         # 16 and of 64 pointer parameters, none pinned, in audit and in enforce, at most
+         # BENCH_INSTR_BUDGET_LAUNCH16 and BENCH_INSTR_BUDGET_LAUNCH64 (against the runtime
+         # alone: such a launch is tracked by nothing); a launch with one pinned parameter at
+         # most BENCH_INSTR_BUDGET_LAUNCH_PINNED (beyond the runtime's event record, as copies).
+    for t in "--nofp --copies 4096|${BENCH_INSTR_BUDGET_NOFP:?}" \
+             "--case launch --params 16|${BENCH_INSTR_BUDGET_LAUNCH16:?}" \
+             "--case launch --params 16 --mode enforce|$BENCH_INSTR_BUDGET_LAUNCH16" \
+             "--case launch --params 64|${BENCH_INSTR_BUDGET_LAUNCH64:?}" \
+             "--case launch --params 64 --mode enforce|$BENCH_INSTR_BUDGET_LAUNCH64" \
+             "--case launch --params 16 --pinned|${BENCH_INSTR_BUDGET_LAUNCH_PINNED:?}"; do
+      args=${t%|*} budget=${t#*|}
+      # shellcheck disable=SC2086 # args is a list of words
+      "$here/instr.sh" $args --budget "$budget" >"$log" 2>&1 ||
+        { cat "$log"; fail "instr.sh $args, budget $budget"; }
+      cat "$log"
+      # The baseline is real: the runtime's own call costs something.
+      python3 -c '
+import json, sys
+d = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+assert d["runtime"] > 500 and d["added_instr_per_copy"] > 50, d
+' "$log" || fail "implausible counts"
+    done ;;
   scripts) # The scripts parse; shellcheck when it is installed.
     for f in run.sh smoke.sh gpu.sh instr.sh; do bash -n "$here/$f" || fail "bash -n $f"; done
     if command -v shellcheck >/dev/null; then

@@ -471,9 +471,19 @@ static void settle_span(const pg_op_t *op, size_t i, const pg_lookup_t *lk) {
   settle(PG_KIND_DEVICE_ACCESS_CONFLICT, &q, op->api, &op->stack, found, MAX_FOUND, false, 0);
 }
 
+/* The op touches pinned memory: its stack, from the interceptor's site (unless its caller
+ * filled it). Never for an op that tracks nothing. */
+static inline void take_stack(pg_op_t *op) {
+  if (op->site.ret) {
+    pg_stack_capture_site(&op->stack, &op->site);
+    op->site.ret = NULL;
+  }
+}
+
 /* The spans of any op: those in pinned memory kept, each checked. */
 __attribute__((noinline)) static void before_op_spans(pg_op_t *op) {
   keep_pinned_spans(op);
+  if (op->nspans) take_stack(op);
   for (size_t i = 0; i < op->nspans; i++) check_span(op, i, i < op->nlk ? &op->lk[i] : NULL);
 }
 
@@ -485,6 +495,7 @@ __attribute__((noinline)) static void before_op_unknown(pg_op_t *op) {
     op->nspans = op->nlk = 0;
     return;
   }
+  take_stack(op);
   check_span(op, 0, &op->lk[0]);
 }
 
@@ -497,6 +508,7 @@ void pg_decide_before_op(pg_op_t *op) {
     op->nlk = 1;
     if (__builtin_expect(!pg_region_lookup_on(s->p, s->n, op->stream, lk), 0))
       return before_op_unknown(op);
+    take_stack(op);
     if (__builtin_expect(lk->quiet && s->order == PG_SRC_STREAM, 1)) return;
     return settle_span(op, 0, lk);
   }

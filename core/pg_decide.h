@@ -43,7 +43,10 @@ typedef struct pg_op {
   bool only_tracked;  /* kernel scans: consider known regions only, never ask the runtime */
   size_t nspans;
   pg_span_t spans[PG_OP_MAX_SPANS];
-  pg_stack_t stack;   /* the enqueuing call site */
+  pg_stack_t stack;   /* the enqueuing call site: captured from `site` by pg_decide_before_op
+                         once a span is known to be pinned (an op that touches no pinned memory
+                         captures nothing), or filled by the caller when site.ret is NULL */
+  pg_stack_site_t site;
   /* Filled by pg_decide_before_op: the region lookups of the first nlk spans, reused by every
    * stage of the op (the tracker checks they are still current). */
   size_t nlk;
@@ -86,7 +89,9 @@ void pg_decide_unpin_begin_as(void *p, bool is_free, const char *api, const pg_s
 void pg_decide_unpin_end(const pg_unpin_t *saved, bool succeeded);
 
 /* ---- asynchronous operations --------------------------------------------------------------- */
-/* Before the real call: keeps only the spans that lie in pinned memory, then checks them against
+/* Before the real call: keeps only the spans that lie in pinned memory (when one is kept and
+ * op->site is set, op->stack is captured from it: the site's frame must still be live), then
+ * checks them against
  * unordered in-flight accesses on other streams (device-access-conflict). A source read out of
  * stream order (PG_SRC_AT_CALL, PG_SRC_EARLY) is checked against every device write of it still
  * in flight, its own stream's included. In enforce mode the new operation is ordered after the

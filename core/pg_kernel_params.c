@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg_pinmap.h"
 #include "pg_stats.h"
 
 /* ---- one lock-free table: pointer key -> entry --------------------------------------------- */
@@ -66,11 +67,33 @@ typedef struct func_entry {
 static _Atomic(kp_entry_t *) func_slots[KP_FUNCS];
 static kp_table_t funcs = {func_slots, KP_FUNCS, 16};
 
-const pg_kparams_t *pg_kparams_get(const void *func, pg_kparams_describe_fn describe) {
+/* The words the scan reads: each 8-aligned word (alignment relative to the argument buffer's
+ * layout, as the device sees it) of each parameter. */
+static void list_words(pg_kparams_t *kp) {
+  int n = 0;
+  bool each = true;
+  for (int i = 0; i < kp->nparams; i++) {
+    size_t off = kp->offset[i], sz = kp->size[i];
+    each = each && sz == 8 && off % 8 == 0;
+    for (size_t k = (8 - off % 8) % 8; k + 8 <= sz; k += 8) {
+      if (n == PG_KP_MAX_WORDS) {
+        kp->nwords = -1;
+        return;
+      }
+      kp->word[n++] = (uint32_t)i << 16 | (uint32_t)k;
+    }
+  }
+  kp->nwords = n;
+  kp->one_word_each = each && n == kp->nparams;
+}
+
+__thread const pg_kparams_t *pg_kparams_last;
+
+const pg_kparams_t *pg_kparams_get_slow(const void *func, pg_kparams_describe_fn describe) {
   if (!func) return NULL;
   bool room;
   kp_entry_t *e = kp_find(&funcs, func, &room);
-  if (e) return &((func_entry_t *)e)->kp;
+  if (e) return pg_kparams_last = &((func_entry_t *)e)->kp;
   if (!room || !describe) return NULL; /* full in this neighbourhood: the caller scans nothing */
   func_entry_t *fresh = calloc(1, sizeof *fresh);
   if (!fresh) return NULL;
@@ -83,29 +106,97 @@ const pg_kparams_t *pg_kparams_get(const void *func, pg_kparams_describe_fn desc
   }
   if (!fresh->kp.name) fresh->kp.name = "kernel";
   if (fresh->kp.nparams > PG_KP_MAX_PARAMS) fresh->kp.nparams = PG_KP_MAX_PARAMS;
+  list_words(&fresh->kp);
   e = kp_insert(&funcs, &fresh->hdr);
   if (e != &fresh->hdr) free(fresh); /* another thread described it first, or no room left */
-  return e ? &((func_entry_t *)e)->kp : NULL;
+  return e ? (pg_kparams_last = &((func_entry_t *)e)->kp) : NULL;
 }
 
 /* ---- the pointer scan ------------------------------------------------------------------------- */
 /* Each 8-aligned word (alignment relative to the argument buffer's layout, as the device sees
- * it) of each parameter; words below 4096 are counts, flags or NULL, never host addresses. */
-static void scan(pg_op_t *op, const pg_kparams_t *kp, void *const *args) {
-  for (int i = 0; i < kp->nparams && args; i++) {
+ * it) of each parameter; words below 4096 are counts, flags or NULL, never host addresses, and
+ * a word in no granule of pinned memory (pg_pinmap.h: one load) cannot point into a region: the
+ * launch then has no span for it, and a launch with none captures no stack and records nothing
+ * (pg_shim_launch_tracked). */
+/* Candidates: the words that may point into pinned memory (pg_pinmap_maybe), in parameter
+ * order. A word is appended unconditionally and kept by advancing the count, so the common
+ * word costs no store branch. */
+typedef struct cands {
+  uintptr_t *out;
+  size_t n, cap;
+} cands_t;
+
+static inline __attribute__((always_inline)) void cand(cands_t *c, uintptr_t word) {
+  if (__builtin_expect(pg_pinmap_maybe(word), 0) && c->n < c->cap) c->out[c->n++] = word;
+}
+
+/* Without a word list (a layout with more words than PG_KP_MAX_WORDS): the layout walked. */
+__attribute__((noinline)) static void scan_layout(cands_t *c, const pg_kparams_t *kp,
+                                                  void *const *args) {
+  for (int i = 0; i < kp->nparams; i++) {
     const char *val = args[i];
     if (!val) continue;
     size_t off = kp->offset[i], sz = kp->size[i];
-    size_t first = (8 - off % 8) % 8; /* first 8-aligned word, relative to the parameter */
-    for (size_t k = first; k + 8 <= sz; k += 8) {
+    for (size_t k = (8 - off % 8) % 8; k + 8 <= sz; k += 8) {
       uintptr_t word;
       memcpy(&word, val + k, sizeof word);
-      if (word < 4096) continue;
-      if (op->nspans >= PG_OP_MAX_SPANS) return;
-      op->spans[op->nspans++] =
-          (pg_span_t){.p = (const void *)word, .n = 0, .dir = PG_DIR_UNKNOWN};
+      cand(c, word);
     }
   }
+}
+
+/* The common kernel, all of whose parameters are pointer-sized words: four at a time, with one
+ * branch for the four granule tests. */
+static inline __attribute__((always_inline)) void scan_each(cands_t *c, int n,
+                                                            void *const *args) {
+  const _Atomic uint16_t *map = pg_pinmap_count;
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const uintptr_t *a = args[i], *b = args[i + 1], *d = args[i + 2], *e = args[i + 3];
+    if (__builtin_expect(!a || !b || !d || !e, 0)) break;
+    uintptr_t wa = *a, wb = *b, wd = *d, we = *e;
+    unsigned any = atomic_load_explicit(&map[pg_pinmap_granule(wa)], memory_order_relaxed) |
+                   atomic_load_explicit(&map[pg_pinmap_granule(wb)], memory_order_relaxed) |
+                   atomic_load_explicit(&map[pg_pinmap_granule(wd)], memory_order_relaxed) |
+                   atomic_load_explicit(&map[pg_pinmap_granule(we)], memory_order_relaxed);
+    if (__builtin_expect(any != 0, 0)) {
+      cand(c, wa);
+      cand(c, wb);
+      cand(c, wd);
+      cand(c, we);
+    }
+  }
+  for (; i < n; i++) {
+    const uintptr_t *a = args[i];
+    if (a) cand(c, *a);
+  }
+}
+
+size_t pg_kparams_candidates(const pg_kparams_t *kp, void *const *args, uintptr_t *out,
+                             size_t cap) {
+  cands_t c = {out, 0, cap};
+  if (!args || kp->nparams <= 0) return 0;
+  if (kp->one_word_each) {
+    scan_each(&c, kp->nwords, args);
+  } else if (kp->nwords < 0) {
+    scan_layout(&c, kp, args);
+  } else {
+    for (int w = 0; w < kp->nwords; w++) {
+      const char *val = args[kp->word[w] >> 16];
+      if (__builtin_expect(val == NULL, 0)) continue;
+      uintptr_t word;
+      memcpy(&word, val + (kp->word[w] & 0xffff), sizeof word);
+      cand(&c, word);
+    }
+  }
+  return c.n;
+}
+
+void pg_kparams_add_spans(pg_op_t *op, const uintptr_t *words, size_t n) {
+  for (size_t i = 0; i < n && op->nspans < PG_OP_MAX_SPANS; i++)
+    if (words[i] >= 4096)
+      op->spans[op->nspans++] =
+          (pg_span_t){.p = (const void *)words[i], .n = 0, .dir = PG_DIR_UNKNOWN};
 }
 
 void pg_kparams_fill_layout(pg_kparams_t *kp, pg_kparams_param_fn param) {
@@ -121,10 +212,12 @@ void pg_kparams_fill_layout(pg_kparams_t *kp, pg_kparams_param_fn param) {
 
 void pg_kparams_build_op(pg_op_t *op, const pg_kparams_t *kp, void *const *args) {
   if (kp) op->what = kp->name;
-  if (kp && kp->nparams > 0)
-    scan(op, kp, args);
-  else
+  if (kp && kp->nparams > 0) {
+    uintptr_t words[PG_OP_MAX_SPANS];
+    pg_kparams_add_spans(op, words, pg_kparams_candidates(kp, args, words, PG_OP_MAX_SPANS));
+  } else {
     pg_stat_inc(PG_STAT_KERNELS_UNSCANNED);
+  }
 }
 
 /* ---- kernel handles ---------------------------------------------------------------------------- */

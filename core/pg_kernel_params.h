@@ -21,6 +21,7 @@
 #include "pg_decide.h" /* pg_op_t */
 
 #define PG_KP_MAX_PARAMS 64
+#define PG_KP_MAX_WORDS 256 /* pointer words listed per function (else the layout is walked) */
 
 typedef struct pg_kparams {
   const void *func;
@@ -28,6 +29,12 @@ typedef struct pg_kparams {
   int nparams;       /* -1: the API layer gave no parameter information */
   uint16_t offset[PG_KP_MAX_PARAMS];
   uint16_t size[PG_KP_MAX_PARAMS];
+  /* Every word the scan reads, listed once when the layout is cached (pg_kparams_get): word w
+   * is bytes (word[w] & 0xffff) .. +8 of parameter word[w] >> 16. nwords < 0: too many to list.
+   * one_word_each: word w is all of parameter w (every parameter 8 bytes, 8-aligned). */
+  int nwords;
+  bool one_word_each;
+  uint32_t word[PG_KP_MAX_WORDS];
 } pg_kparams_t;
 
 /* Fills kp (func is already set) for a function: nparams and offsets/sizes, or nparams -1 when
@@ -43,9 +50,26 @@ typedef bool (*pg_kparams_param_fn)(const void *func, size_t index, size_t *offs
  * 1, ... until it says no (nparams -1 when it knows none, or param is NULL). */
 void pg_kparams_fill_layout(pg_kparams_t *kp, pg_kparams_param_fn param);
 
-/* The cached layout of func, described on first sight; NULL when describe declined or the cache
- * has no room for it. */
-const pg_kparams_t *pg_kparams_get(const void *func, pg_kparams_describe_fn describe);
+/* The cached layout of func, described on first sight (and its word list made); NULL when
+ * describe declined or the cache has no room for it. The calling thread's last answer is
+ * checked first, inline (a launch loop asks for one function over and over; entries are never
+ * freed). */
+extern __thread const pg_kparams_t *pg_kparams_last;
+const pg_kparams_t *pg_kparams_get_slow(const void *func, pg_kparams_describe_fn describe);
+static inline const pg_kparams_t *pg_kparams_get(const void *func,
+                                                 pg_kparams_describe_fn describe) {
+  const pg_kparams_t *last = pg_kparams_last;
+  if (__builtin_expect(last && last->func == func, 1)) return last;
+  return pg_kparams_get_slow(func, describe);
+}
+
+/* The words of a launch's argument array (laid out as kp says) that may point into pinned
+ * memory (pg_pinmap.h: a granule holding some), in parameter order, at most cap of them into
+ * out; returns how many. About 9 instructions per pointer-sized parameter when none may. */
+size_t pg_kparams_candidates(const pg_kparams_t *kp, void *const *args, uintptr_t *out,
+                             size_t cap);
+/* Each candidate word (>= 4096) becomes a span of unknown direction up to its region's end. */
+void pg_kparams_add_spans(pg_op_t *op, const uintptr_t *words, size_t n);
 
 /* Fills a kernel launch's op from its layout and argument array: op->what becomes the kernel's
  * name and each plausible pointer word a span. Without a layout (kp NULL or nparams <= 0) the

@@ -79,7 +79,7 @@ PG_CU_UNPIN(cuMemHostUnregister, false, unregister)
     pg_op_t op;                                                                               \
     pg_op_begin(&op, #name, what, (cudaStream_t)s, ptsz);                                     \
     add_spans;                                                                                \
-    PG_CAPTURE(&op.stack);                                                                    \
+    PG_CAPTURE_SITE(&op);                                                                      \
     return PG_TRACKED_CALL(&op, PG_FORWARD_CU(name, dst, src, n, s));                         \
   }
 #define HTOD_SPANS pg_op_add_span(&op, src, n, PG_DIR_READ)
@@ -120,7 +120,7 @@ static const char *pitched_what(CUmemorytype src, CUmemorytype dst) {
     pg_op_begin(&op, #name, pitched_what(p->srcMemoryType, p->dstMemoryType), (cudaStream_t)s, \
                 ptsz);                                                                        \
     add_sides;                                                                                \
-    PG_CAPTURE(&op.stack);                                                                    \
+    PG_CAPTURE_SITE(&op);                                                                      \
     return PG_TRACKED_CALL(&op, PG_FORWARD_CU(name, p, s));                                   \
   }
 #define SIDES_2D                                                                              \

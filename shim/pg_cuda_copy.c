@@ -26,7 +26,7 @@ static const char *kind_name(enum cudaMemcpyKind kind) {
     pg_op_t op;                                                                               \
     pg_op_begin(&op, #name, kind_name(kind), s, ptsz);                                        \
     pg_op_add_copy_spans(&op, dst, src, n, kind);                                             \
-    PG_CAPTURE(&op.stack);                                                                    \
+    PG_CAPTURE_SITE(&op);                                                                      \
     return PG_TRACKED_CALL(&op, PG_FORWARD(name, dst, src, n, kind, s));                      \
   }
 PG_MEMCPY_ASYNC(cudaMemcpyAsync, false)
@@ -44,7 +44,7 @@ PG_MEMCPY_ASYNC(cudaMemcpyAsync_ptsz, true)
       pg_op_add_pitched(&op, src, spitch, 1, 0, 0, 0, width, height, 1, PG_DIR_READ);         \
     if (kind != cudaMemcpyHostToDevice)                                                       \
       pg_op_add_pitched(&op, dst, dpitch, 1, 0, 0, 0, width, height, 1, PG_DIR_WRITE);        \
-    PG_CAPTURE(&op.stack);                                                                    \
+    PG_CAPTURE_SITE(&op);                                                                      \
     return PG_TRACKED_CALL(&op, PG_FORWARD(name, dst, dpitch, src, spitch, width, height,     \
                                            kind, s));                                         \
   }
@@ -68,7 +68,7 @@ static void add_pitched(pg_op_t *op, struct cudaPitchedPtr pp, struct cudaPos po
       add_pitched(&op, p->srcPtr, p->srcPos, p->extent, PG_DIR_READ);                         \
     if (!p->dstArray && p->kind != cudaMemcpyHostToDevice)                                    \
       add_pitched(&op, p->dstPtr, p->dstPos, p->extent, PG_DIR_WRITE);                        \
-    PG_CAPTURE(&op.stack);                                                                    \
+    PG_CAPTURE_SITE(&op);                                                                      \
     return PG_TRACKED_CALL(&op, PG_FORWARD(name, p, s));                                      \
   }
 PG_MEMCPY_3D_ASYNC(cudaMemcpy3DAsync, false)
@@ -83,7 +83,7 @@ PG_MEMCPY_3D_ASYNC(cudaMemcpy3DAsync_ptsz, true)
     pg_op_t op;                                                                               \
     pg_op_begin(&op, #name, "copy host->symbol", s, ptsz);                                    \
     pg_op_add_span(&op, src, n, PG_DIR_READ);                                                 \
-    PG_CAPTURE(&op.stack);                                                                    \
+    PG_CAPTURE_SITE(&op);                                                                      \
     return PG_TRACKED_CALL(&op, PG_FORWARD(name, sym, src, n, off, kind, s));                 \
   }
 PG_MEMCPY_TO_SYMBOL_ASYNC(cudaMemcpyToSymbolAsync, false)
@@ -97,7 +97,7 @@ PG_MEMCPY_TO_SYMBOL_ASYNC(cudaMemcpyToSymbolAsync_ptsz, true)
     pg_op_t op;                                                                               \
     pg_op_begin(&op, #name, "copy symbol->host", s, ptsz);                                    \
     pg_op_add_span(&op, dst, n, PG_DIR_WRITE);                                                \
-    PG_CAPTURE(&op.stack);                                                                    \
+    PG_CAPTURE_SITE(&op);                                                                      \
     return PG_TRACKED_CALL(&op, PG_FORWARD(name, dst, sym, n, off, kind, s));                 \
   }
 PG_MEMCPY_FROM_SYMBOL_ASYNC(cudaMemcpyFromSymbolAsync, false)

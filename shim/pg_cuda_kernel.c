@@ -44,19 +44,49 @@ static bool describe(const void *func, pg_kparams_t *kp) {
   return true;
 }
 
-int pg_shim_launch_tracked(const char *api, bool ptsz, const void *func,
-                           pg_kparams_describe_fn describe, void **args, cudaStream_t s,
-                           const pg_stack_t *st, int (*fwd)(void *), void *fwd_ctx) {
-  pg_reentry_t r = pg_shim_enter();
+/* A launch that may touch pinned memory (or whose parameters are unknown): the op, its
+ * decisions and the forward. Out of line, so that the common launch keeps a small frame. */
+__attribute__((noinline)) static int launch_op(const char *api, bool ptsz, const void *func,
+                                               const pg_kparams_t *kp, void **args,
+                                               const uintptr_t *words, size_t nwords,
+                                               cudaStream_t s, const pg_stack_site_t *site,
+                                               int (*fwd)(void *), void *fwd_ctx) {
   pg_op_t op;
   pg_op_begin_kernel(&op, api, func, s, ptsz);
-  pg_stack_copy(&op.stack, st);
-  /* func NULL: a handle we never saw made */
-  pg_kparams_build_op(&op, func ? pg_kparams_get(func, describe) : NULL, args);
+  op.site = *site; /* captured only if a parameter points into pinned memory */
+  if (words) {
+    op.what = kp->name;
+    pg_kparams_add_spans(&op, words, nwords);
+  } else {
+    pg_kparams_build_op(&op, kp, args); /* no layout: counted unscanned */
+  }
   if (op.nspans) pg_decide_before_op(&op);
   int err = fwd(fwd_ctx);
   if (err == 0 && op.nspans) pg_decide_after_op(&op);
   else if (err == 0 && op.stream == 0) pg_decide_untracked_op(0); /* legacy ordering */
+  return err;
+}
+
+int pg_shim_launch_tracked(const char *api, bool ptsz, const void *func,
+                           pg_kparams_describe_fn describe, void **args, cudaStream_t s,
+                           const pg_stack_site_t *site, int (*fwd)(void *), void *fwd_ctx) {
+  pg_reentry_t r = pg_shim_enter();
+  /* func NULL: a handle we never saw made */
+  const pg_kparams_t *kp = func ? pg_kparams_get(func, describe) : NULL;
+  int err;
+  if (__builtin_expect(kp && kp->nparams > 0, 1)) {
+    uintptr_t words[PG_OP_MAX_SPANS];
+    size_t n = pg_kparams_candidates(kp, args, words, PG_OP_MAX_SPANS);
+    if (__builtin_expect(n == 0, 1)) {
+      /* No parameter can point into pinned memory: nothing to capture, check or record. */
+      err = fwd(fwd_ctx);
+      if (err == 0 && pg_stream_of(s, ptsz) == 0) pg_decide_untracked_op(0); /* legacy */
+    } else {
+      err = launch_op(api, ptsz, func, kp, args, words, n, s, site, fwd, fwd_ctx);
+    }
+  } else {
+    err = launch_op(api, ptsz, func, kp, args, NULL, 0, s, site, fwd, fwd_ctx);
+  }
   pg_shim_leave(r);
   return err;
 }

@@ -15,7 +15,7 @@
  *          pg_op_t op;
  *          pg_op_begin(&op, #name, "what it does", s, false);   (true for the _ptsz twin)
  *          pg_op_add_span(&op, src, n, PG_DIR_READ);            (one per host operand)
- *          PG_CAPTURE(&op.stack);    (after the spans: the compiler then knows they are fresh)
+ *          PG_CAPTURE_SITE(&op);     (after the spans: the compiler then knows they are fresh)
  *          return PG_TRACKED_CALL(&op, PG_FORWARD(name, dst, src, n, s));
  *        }
  *      A macro taking (name, ptsz) gives the plain and _ptsz definitions one body. Any other call

@@ -18,6 +18,7 @@ static inline void pg_op_begin(pg_op_t *op, const char *api, const char *what, c
   op->only_tracked = false;
   op->nspans = 0;
   op->nlk = 0; /* no region lookups kept yet (pg_decide_before_op makes them) */
+  op->site.ret = NULL; /* the stack is filled by the caller, unless PG_CAPTURE_SITE */
 }
 
 /* A kernel launch: only spans inside tracked regions count (its pointer words are guesses). */

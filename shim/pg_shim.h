@@ -31,6 +31,11 @@ static inline cudaStream_t pg_stream_of(cudaStream_t s, bool ptsz) {
 
 /* Captures the interceptor's caller stack (the application's call site is frame 0). */
 #define PG_CAPTURE(st) pg_stack_capture_here(st)
+/* Keeps where PG_CAPTURE would start for an op (pg_op.h): core captures its stack from there
+ * only if the op touches pinned memory (pg_decide_before_op), while the interceptor runs. A
+ * call, so that pc[0] is a return address into the interceptor, as PG_CAPTURE's (reports name
+ * the interceptor's line in frame #0). */
+#define PG_CAPTURE_SITE(op) pg_stack_site_here(&(op)->site)
 
 /* After a successful pinning call (either API layer): the new region, with the application's
  * call site. A macro, so that the stack is captured in the interceptor's own frame. */
@@ -62,7 +67,7 @@ void pg_shim_note_unscanned(const void *func, const char *query);
  * status (0: success), between the decisions. Returns that status. */
 int pg_shim_launch_tracked(const char *api, bool ptsz, const void *func,
                            pg_kparams_describe_fn describe, void **args, cudaStream_t s,
-                           const pg_stack_t *st, int (*fwd)(void *), void *fwd_ctx);
+                           const pg_stack_site_t *site, int (*fwd)(void *), void *fwd_ctx);
 
 /* The driver layer's describe callback for pg_shim_launch_tracked (pg_cu_api.c): a CUfunction's
  * parameter layout from cuFuncGetParamInfo, and its name. */
@@ -70,14 +75,14 @@ bool pg_cu_describe_kernel(const void *func, pg_kparams_t *kp);
 
 /* The body of a kernel-launch interceptor in either API layer, whose real launch is fwd(ctx):
  * forwarded untracked when `untracked` holds or tracking is off, else tracked
- * (pg_shim_launch_tracked) from the interceptor's call site. A macro, so that the stack is
- * captured in the interceptor's own frame; it returns from the interceptor. */
+ * (pg_shim_launch_tracked) from the interceptor's call site. A macro, so that the stack's site
+ * is the interceptor's own frame; it returns from the interceptor. */
 #define PG_LAUNCH_BODY(ret, untracked, api, ptsz, func, describe, args, s, fwd, ctx)          \
   do {                                                                                      \
     if ((untracked) || !pg_shim_start_tracking()) return (ret)(fwd)(ctx);                   \
-    pg_stack_t st_;                                                                         \
-    PG_CAPTURE(&st_);                                                                       \
-    return (ret)pg_shim_launch_tracked(api, ptsz, func, describe, args, s, &st_, fwd, ctx); \
+    pg_stack_site_t site_;                                                                  \
+    pg_stack_site_here(&site_);                                                             \
+    return (ret)pg_shim_launch_tracked(api, ptsz, func, describe, args, s, &site_, fwd, ctx); \
   } while (0)
 
 /* Forwards (`call`: a cudaError_t or CUresult expression, 0 on success), then runs `on_success`

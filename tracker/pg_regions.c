@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pg_tls.h"
+#include "pg_pinmap.h"
 #include "pg_tracker_internal.h"
 
 /* The index: an AVL tree keyed by (base, id), so that among equal bases (the same pages
@@ -214,6 +215,7 @@ int pg_region_add(const void *base, size_t size, pg_pin_how_t how, unsigned flag
   ix_node_t *node = node_alloc();
   bool ok = node != NULL;
   if (ok) {
+    pg_pinmap_add(b, b + size); /* before the index shows the region */
     write_begin();
     uint64_t id = atomic_fetch_add_explicit(&g_next_id, 1, memory_order_relaxed);
     ST(r->id, id);
@@ -265,7 +267,8 @@ int pg_region_remove_keep_stack(const void *base, pg_region_t *out, pg_stack_t *
 
   uint64_t id = LD(r->id);
   ix_node_t *node = avl_find(b, id); /* exists: every indexed record is in the hash and back */
-  if (out) fill_info(out, b, LD(node->end), r);
+  uintptr_t end = LD(node->end);
+  if (out) fill_info(out, b, end, r);
   if (stack) {
     pthread_mutex_lock(&r->mu);
     *stack = r->stack;
@@ -283,7 +286,7 @@ int pg_region_remove_keep_stack(const void *base, pg_region_t *out, pg_stack_t *
   atomic_fetch_add_explicit(&r->gen, 1, memory_order_relaxed);
   ST(r->id, 0); /* ids of removed regions resolve to nothing */
   write_end();
-
+  pg_pinmap_remove(b, end); /* after the index forgot the region */
   pg_inflight_clear_region(r); /* takes r->mu; its accesses retire from their streams */
   r->next_free = g_free;
   g_free = r;

@@ -3,7 +3,6 @@
  * backtrace(), chosen by pg_stack_set_fast_unwind(); the Python frames come from pg_pystack.c.
  * Also owns pinguard's small per-thread numbers (T1, T2, ...). */
 #include "pg_stack.h"
-#include "pg_tls.h"
 
 #include <errno.h>
 #include <execinfo.h>
@@ -13,6 +12,8 @@
 #include <string.h>
 
 #include "pg_pystack.h"
+#include "pg_tls.h"
+#include "pg_unwind.h"
 
 static atomic_int g_fast_unwind = PG_UNWIND_FP;
 static atomic_uint g_next_thread = 1;
@@ -84,17 +85,18 @@ static __thread struct {
   uint32_t number;
   bool ready; /* known == 1 and number given: pg_stack_capture_here's one test */
 } t_cap;
-
-static unsigned dead_end_slot(uintptr_t ret) { return (unsigned)((ret >> 4) ^ (ret >> 12)) % DEAD_ENDS; }
 /* The break points, in a per-thread block mapped on first use (pg_tls.h): NULL (no memory)
  * means none is known, and a broken walk is redone each time. */
 static uintptr_t *dead_ends(void) { return pg_tls_get(PG_TLS_STACK_ENDS, DEAD_ENDS * sizeof(uintptr_t)); }
+
+static unsigned dead_end_slot(uintptr_t ret) { return (unsigned)((ret >> 4) ^ (ret >> 12)) % DEAD_ENDS; }
 
 void pg_stack_set_fast_unwind(int fast) {
   if (!atomic_load(&n_end_ranges)) {
     unsigned n = 0;
     dl_iterate_phdr(add_end_module, &n);
     atomic_store_explicit(&n_end_ranges, n, memory_order_release);
+    pg_unwind_set_end_test(walk_may_end_at);
   }
   /* Both modes may unwind (the fast one where its walk breaks): load libgcc_s now, not on the
    * first report-worthy event. */
@@ -133,7 +135,8 @@ bool pg_stack_bounds(uintptr_t *lo, uintptr_t *hi) {
   return true;
 }
 
-/* Walks saved frame pointers from fp. Each step must move up the stack, stay inside it and stay
+/* Walks saved frame pointers from fp (*at: the last frame whose return address it recorded, 0
+ * if none). Each step must move up the stack, stay inside it and stay
  * aligned; a frame compiled without a frame pointer fails one of these and ends the walk.
  * *broken (if given) tells such an end from a full buffer. A saved frame pointer of 0 ends the
  * walk too, but counts as a break: the C library's thread and program entry leave one (an end
@@ -141,8 +144,10 @@ bool pg_stack_bounds(uintptr_t *lo, uintptr_t *hi) {
  * built without frame pointers that keeps 0 in rbp, where the stack goes on. */
 static inline __attribute__((always_inline)) unsigned walk_frames(uintptr_t fp, void **pc,
                                                                  unsigned n, unsigned max,
-                                                                 unsigned skip, bool *broken) {
+                                                                 unsigned skip, bool *broken,
+                                                                 uintptr_t *at) {
   bool bad = true;
+  *at = 0;
   if (t_cap.known != 1) goto out;
   uintptr_t lo = t_cap.lo, hi = t_cap.hi;
   while (n < max) {
@@ -155,7 +160,7 @@ static inline __attribute__((always_inline)) unsigned walk_frames(uintptr_t fp, 
      * without frame pointers keeps other values in rbp). */
     if (ret < 4096 || ret - lo < hi - lo) break;
     if (skip) skip--;
-    else pc[n++] = (void *)ret;
+    else pc[n++] = (void *)ret, *at = fp; /* the frame whose return address was recorded last */
     if (next <= fp) break; /* 0 included */
     fp = next;
   }
@@ -167,22 +172,32 @@ out:
 
 /* The unwinder (glibc's backtrace(), libgcc's DWARF unwinder underneath): exact through frames
  * built without frame pointers. Not for signal handlers (pg_decide_fault_stack argues its own
- * case). `ret` is our caller's return address: where the caller's frames begin. */
-static unsigned unwind(void *ret, void **pc, unsigned skip, unsigned max_depth) {
+ * case). The caller's frames are `ret` (a return address into the frame at fp: where they begin)
+ * and the frames the unwinder finds above that frame. The frame is found by its own return
+ * address, fp[1], so that a capture may run from deeper than the frame that took the site
+ * (pg_stack_capture_site); failing that (fp is not a frame), by ret itself. */
+static unsigned unwind(void *ret, uintptr_t fp, void **pc, unsigned skip, unsigned max_depth) {
   void *buf[PG_STACK_MAX + 64];
-  unsigned want = max_depth + skip + 4;
+  unsigned want = max_depth + skip + 4 + 8;
   if (want > sizeof(buf) / sizeof(buf[0])) want = sizeof(buf) / sizeof(buf[0]);
   int got = backtrace(buf, (int)want);
-  /* Usually buf[1], but an interceptor of backtrace() (the sanitizers have one) adds frames
-   * before it. */
-  int first = 1;
-  for (int i = 0; i < got; i++)
-    if (buf[i] == ret) {
-      first = i;
+  void *anchor = NULL;
+  if (t_cap.known == 1 && !(fp & 7) && fp - t_cap.lo < t_cap.hi - t_cap.lo - 16)
+    anchor = ((void *const *)fp)[1];
+  /* Usually buf[1] is ret, but an interceptor of backtrace() (the sanitizers have one) adds
+   * frames before it. */
+  int first = -1;
+  for (int i = 0; anchor && i < got; i++)
+    if (buf[i] == anchor) {
+      first = i - 1; /* buf[first] stands for ret */
       break;
     }
+  for (int i = 0; first < 0 && i < got; i++)
+    if (buf[i] == ret) first = i;
+  if (first < 0) first = got ? 1 : 0;
   unsigned n = 0;
-  for (int i = first + (int)skip; i < got && n < max_depth; i++) pc[n++] = buf[i];
+  for (int i = first + (int)skip; i < got && n < max_depth; i++)
+    pc[n++] = i == first ? ret : buf[i];
   return n;
 }
 
@@ -191,10 +206,10 @@ static unsigned unwind(void *ret, void **pc, unsigned skip, unsigned max_depth) 
  * remembered as a dead end. Returns the depth. Out of line, so that the common capture keeps a
  * small frame. */
 __attribute__((noinline)) static unsigned redo_walk(pg_stack_t *out, unsigned n, uintptr_t last,
-                                                    void *ret, unsigned skip,
+                                                    void *ret, uintptr_t fp, unsigned skip,
                                                     unsigned max_depth) {
   void *pc[PG_STACK_MAX];
-  unsigned m = unwind(ret, pc, skip, max_depth);
+  unsigned m = unwind(ret, fp, pc, skip, max_depth);
   bool gained = false;
   for (unsigned i = n; i < m && !gained; i++) gained = !walk_may_end_at((uintptr_t)pc[i]);
   uintptr_t *ends = dead_ends();
@@ -204,6 +219,42 @@ __attribute__((noinline)) static unsigned redo_walk(pg_stack_t *out, unsigned n,
     n = m;
   }
   return n;
+}
+
+/* A walk of n frames broke (the frame at `at` was the last one it recorded, whose saved rbp it
+ * could not follow): the rest of the stack. The cached unwinder (pg_unwind.h) reads on from that
+ * frame, and only where it cannot does the C library's unwinder redo the whole capture. A break
+ * at an end frame, or one from which only end frames lie beyond (a thread function built without
+ * frame pointers, whose caller is the C library's thread entry), ends the stack there: the walk
+ * may end at libc's entry. Such a break point is remembered in the dead-end table, so that the
+ * next walk that meets it stops at one compare. Returns the depth. */
+__attribute__((noinline)) static unsigned finish_broken(pg_stack_t *out, unsigned n, uintptr_t at,
+                                                        void *ret, uintptr_t fp, unsigned skip,
+                                                        unsigned max_depth) {
+  uintptr_t last = (uintptr_t)out->pc[n - 1];
+  uintptr_t *ends = dead_ends(), scratch = 0;
+  uintptr_t *seen = ends ? &ends[dead_end_slot(last)] : &scratch;
+  if (*seen == last) return n;
+  if (at && skip == 0) {
+    const uintptr_t *f = (const uintptr_t *)at;
+    pg_unwind_regs_t r = {f[1], at + 2 * sizeof(uintptr_t), f[0]};
+    unsigned m = n;
+    bool only_end;
+    switch (pg_unwind_continue(r, out->pc, &m, max_depth, t_cap.lo, t_cap.hi,
+                               PG_UNWIND_STOP_AT_END, &only_end)) {
+      case PG_UNWIND_END_FRAME: *seen = last; return n;
+      case PG_UNWIND_UNSUPPORTED: break;
+      default:
+        if (!only_end) return m;
+        *seen = last;
+        return n;
+    }
+  }
+  if (walk_may_end_at(last)) {
+    *seen = last;
+    return n;
+  }
+  return redo_walk(out, n, last, ret, fp, skip, max_depth);
 }
 
 /* A capture for a caller whose return address is `ret` and whose frame is at `fp` (its saved
@@ -220,26 +271,18 @@ __attribute__((noinline)) static void capture(pg_stack_t *out, void *ret, uintpt
   if (!t_cap.known) learn_stack_bounds();
   int mode = atomic_load_explicit(&g_fast_unwind, memory_order_relaxed);
   if (mode == PG_UNWIND_EXACT) {
-    out->depth = (uint8_t)unwind(ret, out->pc, skip, max_depth);
+    out->depth = (uint8_t)unwind(ret, fp, out->pc, skip, max_depth);
   } else {
     unsigned n = 0, s = skip;
     if (s == 0) out->pc[n++] = ret; /* exact even if the walk fails */
     else s--;
     bool broken;
-    n = walk_frames(fp, out->pc, n, max_depth, s, &broken);
-    uintptr_t last = n ? (uintptr_t)out->pc[n - 1] : 0;
-    if (broken && (mode != PG_UNWIND_FP_REDO || !last)) broken = false;
-    if (broken) {
-      /* A break point met before ends the walk at one compare; an end frame's is learned. */
-      uintptr_t *ends = dead_ends(), scratch = 0;
-      uintptr_t *seen = ends ? &ends[dead_end_slot(last)] : &scratch;
-      if (*seen == last) broken = false;
-      else if (walk_may_end_at(last)) *seen = last, broken = false;
-    }
+    uintptr_t at;
+    n = walk_frames(fp, out->pc, n, max_depth, s, &broken, &at);
     /* The walk broke in a frame without a frame pointer (libffi, a library built with
-     * -fomit-frame-pointer): what it has not reached may be the caller's own code, so ask the
-     * unwinder, which reads the unwind tables instead. */
-    if (broken) n = redo_walk(out, n, last, ret, skip, max_depth);
+     * -fomit-frame-pointer): what it has not reached may be the caller's own code. */
+    if (broken && mode == PG_UNWIND_FP_REDO && n)
+      n = finish_broken(out, n, at, ret, fp, skip, max_depth);
     out->depth = (uint8_t)n;
   }
   pg_pystack_capture(out);
@@ -256,26 +299,40 @@ __attribute__((noinline)) void pg_stack_capture(pg_stack_t *out, unsigned skip,
  * frame-pointer walks) without a call or a saved register: the walk that meets a break point
  * it saw before, or none, is the whole capture. Anything else is capture()'s, which redoes the
  * walk from the start (it has no side effect on out until then). */
-__attribute__((noinline)) void pg_stack_capture_here(pg_stack_t *out) {
-  void *ret = __builtin_return_address(0);
-  uintptr_t fp = ((const uintptr_t *)__builtin_frame_address(0))[0];
+static inline __attribute__((always_inline)) void capture_at(pg_stack_t *out, void *ret,
+                                                             uintptr_t fp) {
   int mode = atomic_load_explicit(&g_fast_unwind, memory_order_relaxed);
   if (__builtin_expect(!t_cap.ready || mode == PG_UNWIND_EXACT, 0))
     return capture(out, ret, fp, 0, PG_STACK_MAX);
   out->pc[0] = ret;
   bool broken;
-  unsigned n = walk_frames(fp, out->pc, 1, PG_STACK_MAX, 0, &broken);
+  uintptr_t at;
+  unsigned n = walk_frames(fp, out->pc, 1, PG_STACK_MAX, 0, &broken, &at);
   if (broken && mode == PG_UNWIND_FP_REDO) {
     uintptr_t last = (uintptr_t)out->pc[n - 1];
     const uintptr_t *ends = pg_tls_peek(PG_TLS_STACK_ENDS);
     if (__builtin_expect(!ends || ends[dead_end_slot(last)] != last, 0))
-      return capture(out, ret, fp, 0, PG_STACK_MAX);
+      n = finish_broken(out, n, at, ret, fp, 0, PG_STACK_MAX);
   }
   out->tid = t_cap.number;
   out->depth = (uint8_t)n;
   out->flags = 0;
   out->py_depth = 0;
   if (pg_pystack_layout) pg_pystack_capture(out);
+}
+
+__attribute__((noinline)) void pg_stack_capture_here(pg_stack_t *out) {
+  capture_at(out, __builtin_return_address(0),
+             ((const uintptr_t *)__builtin_frame_address(0))[0]);
+}
+
+__attribute__((noinline)) void pg_stack_site_here(pg_stack_site_t *site) {
+  site->ret = __builtin_return_address(0);
+  site->fp = ((const uintptr_t *)__builtin_frame_address(0))[0];
+}
+
+void pg_stack_capture_site(pg_stack_t *out, const pg_stack_site_t *site) {
+  capture_at(out, site->ret, site->fp);
 }
 
 void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_depth) {
@@ -288,6 +345,7 @@ void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_dep
   out->pc[0] = pc;
   out->flags = PG_STACK_EXACT_PC0;
   /* Bounds unknown (first event of this thread is a fault): report the faulting pc only. */
-  out->depth = (uint8_t)walk_frames((uintptr_t)fp, out->pc, 1, max_depth, 0, NULL);
+  uintptr_t at;
+  out->depth = (uint8_t)walk_frames((uintptr_t)fp, out->pc, 1, max_depth, 0, NULL, &at);
   pg_pystack_capture(out);
 }

@@ -61,6 +61,18 @@ void pg_stack_capture(pg_stack_t *out, unsigned skip, unsigned max_depth);
 /* pg_stack_capture(out, 0, PG_STACK_MAX), cheaper: every interceptor's call. */
 void pg_stack_capture_here(pg_stack_t *out);
 
+/* Where a capture would start, kept so that the capture itself can wait until it is known to be
+ * needed (an op that turns out to touch no pinned memory captures nothing): the return address
+ * and frame pointer pg_stack_capture_here would start from. A few instructions. */
+typedef struct pg_stack_site {
+  void *ret;    /* NULL: no site kept */
+  uintptr_t fp;
+} pg_stack_site_t;
+void pg_stack_site_here(pg_stack_site_t *site);
+/* What pg_stack_capture_here would have captured at the site: only while the frame that took the
+ * site is still live (called from it, or from a function it called). */
+void pg_stack_capture_site(pg_stack_t *out, const pg_stack_site_t *site);
+
 /* Captures from a signal context: pc and frame pointer of the interrupted instruction. pc[0] is
  * that pc, marked PG_STACK_EXACT_PC0. */
 void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_depth);
@@ -69,8 +81,10 @@ void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_dep
 enum {
   PG_UNWIND_EXACT = 0,   /* glibc backtrace() every time: exact, a few microseconds */
   PG_UNWIND_FP = 1,      /* frame pointers only: cheap, stops at a frame built without them */
-  PG_UNWIND_FP_REDO = 2, /* frame pointers, redone by backtrace() where the walk breaks in the
-                          * program's code (not at libc's entry or the Python interpreter's) */
+  PG_UNWIND_FP_REDO = 2, /* frame pointers, continued through the cached unwind tables
+                          * (pg_unwind.h) where the walk breaks in the program's code (not at
+                          * libc's entry or the Python interpreter's), redone by backtrace()
+                          * where those cannot be followed */
 };
 void pg_stack_set_fast_unwind(int mode);
 

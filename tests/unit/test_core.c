@@ -434,3 +434,34 @@ Test(core, a_device_read_leaves_its_pages_readable) {
   cr_assert(!pg_guard_page_allows((uintptr_t)buf, true));
   cr_assert_eq(buf[0], 0, "reading is allowed");
 }
+
+/* ---- stacks are captured only for ops that touch pinned memory ------------------------------ */
+/* An op keeps only its site; pg_decide_before_op captures its stack from there once a span is
+ * known to be pinned, and never for an op whose spans all lie elsewhere. */
+__attribute__((noinline)) static void site_op(pg_op_t *op, const void *p, size_t n) {
+  memset(op, 0, sizeof *op);
+  op->api = "cudaMemcpyAsync";
+  op->what = "copy host->device";
+  op->stream = S(0);
+  op->nspans = 1;
+  op->spans[0] = (pg_span_t){.p = p, .n = n, .dir = PG_DIR_READ};
+  op->stack.depth = 0xee; /* a mark: still there if nothing was captured */
+  pg_stack_site_here(&op->site);
+  pg_decide_before_op(op);
+  pg_decide_after_op(op);
+  __asm__ volatile("" ::: "memory");
+}
+
+Test(core, an_op_in_no_pinned_memory_captures_no_stack) {
+  start("audit", NULL);
+  static char pageable[8192] __attribute__((aligned(4096)));
+  pg_op_t op;
+  site_op(&op, pageable, 4096);
+  cr_assert_eq(op.nspans, 0, "nothing pinned: nothing kept");
+  cr_assert_eq(op.stack.depth, 0xee, "and no stack captured");
+  site_op(&op, buf, 4096);
+  cr_assert_eq(op.nspans, 1);
+  cr_assert_neq(op.stack.depth, 0xee, "a pinned span: the stack is captured");
+  cr_assert_geq(op.stack.depth, 2);
+  cr_assert_null(op.site.ret, "once");
+}

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "pg_kernel_params.h"
+#include "pg_pinmap.h"
 #include "pg_stats.h"
 
 static int describes;
@@ -102,6 +103,7 @@ Test(kernel_params, scan_takes_aligned_pointer_words) {
   void *args[] = {&p0, &count, st};
   pg_op_t op;
   op_init(&op);
+  pg_pinmap_add((uintptr_t)host, (uintptr_t)host + sizeof host); /* as if pinned */
   pg_kparams_build_op(&op, kp, args);
   cr_expect_str_eq(op.what, "fake_kernel");
   cr_assert_eq(op.nspans, 2);
@@ -118,6 +120,7 @@ Test(kernel_params, scan_skips_small_words_and_null_arguments) {
   void *args[] = {&small, &big};
   pg_op_t op;
   op_init(&op);
+  pg_pinmap_add(0, 8192); /* as if the low pages were pinned */
   pg_kparams_build_op(&op, kp, args);
   cr_assert_eq(op.nspans, 1);
   cr_expect_eq(op.spans[0].p, (const void *)4096);
@@ -139,9 +142,44 @@ Test(kernel_params, scan_stops_at_max_spans) {
   void *args[] = {words};
   pg_op_t op;
   op_init(&op);
+  pg_pinmap_add(0x10000, 0x10000 + sizeof words * 8);
   pg_kparams_build_op(&op, kp, args);
   cr_expect_eq(op.nspans, PG_OP_MAX_SPANS);
   cr_expect_eq(op.spans[PG_OP_MAX_SPANS - 1].p, (const void *)words[PG_OP_MAX_SPANS - 1]);
+}
+
+/* The quick reject: a word in no 64 MiB granule that holds pinned memory makes no span (the
+ * launch then tracks nothing and captures no stack); one in such a granule does, until the
+ * region there is removed again. */
+Test(kernel_params, scan_rejects_words_outside_pinned_granules) {
+  layout_n = 2;
+  layout_off[0] = 0, layout_size[0] = 8;
+  layout_off[1] = 8, layout_size[1] = 8;
+  const pg_kparams_t *kp = pg_kparams_get(&fn_a, fake_describe);
+  uintptr_t pinned = (uintptr_t)7 << 40, far = ((uintptr_t)7 << 40) + ((uintptr_t)1 << 30);
+  uintptr_t high = (uintptr_t)1 << 50; /* past 2^47: one shared flag */
+  void *args[] = {&pinned, &far};
+  void *high_args[] = {&high, &high};
+  pg_op_t op;
+  op_init(&op);
+  pg_kparams_build_op(&op, kp, args);
+  cr_expect_eq(op.nspans, 0, "nothing pinned yet");
+  pg_pinmap_add(pinned, pinned + 4096);
+  op_init(&op);
+  pg_kparams_build_op(&op, kp, args);
+  cr_assert_eq(op.nspans, 1, "only the word in a pinned granule");
+  cr_expect_eq(op.spans[0].p, (const void *)pinned);
+  op_init(&op);
+  pg_kparams_build_op(&op, kp, high_args);
+  cr_expect_eq(op.nspans, 0, "no region above 2^47");
+  pg_pinmap_remove(pinned, pinned + 4096);
+  op_init(&op);
+  pg_kparams_build_op(&op, kp, args);
+  cr_expect_eq(op.nspans, 0, "removed");
+  pg_pinmap_add(high, high + 4096);
+  op_init(&op);
+  pg_kparams_build_op(&op, kp, high_args);
+  cr_expect_eq(op.nspans, 2, "a region above 2^47 lets every such word through");
 }
 
 Test(kernel_params, handles_map_to_their_function) {

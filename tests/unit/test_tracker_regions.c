@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
+#include "pg_pinmap.h"
 #include "pg_tracker.h"
 
 #define MiB ((uintptr_t)1 << 20)
@@ -18,6 +19,24 @@ static void add(uintptr_t base, size_t size) {
 static uintptr_t base_of(uintptr_t p) {
   pg_region_t r;
   return pg_region_find(AT(p), &r) ? r.base : 0;
+}
+
+/* The granule summary the kernel-parameter scan checks first: every byte of a region is in a
+ * counted granule while the region is there; a granule two regions share stays counted until
+ * both are gone; a granule without a region is not. */
+Test(tracker_regions, pinmap_follows_the_index) {
+  uintptr_t g = 64 * MiB, base = B + 10 * g;
+  cr_assert_not(pg_pinmap_maybe(base));
+  add(base + g - 4096, 2 * 4096); /* straddles two granules */
+  add(base + g + 8192, 4096);
+  cr_assert(pg_pinmap_maybe(base + g - 1));
+  cr_assert(pg_pinmap_maybe(base + g + 4095));
+  cr_assert_not(pg_pinmap_maybe(base + 3 * g), "no region there");
+  cr_assert_eq(pg_region_remove(AT(base + g - 4096), NULL), 1);
+  cr_assert_not(pg_pinmap_maybe(base), "the first granule had only that region");
+  cr_assert(pg_pinmap_maybe(base + g), "the second still has one");
+  cr_assert_eq(pg_region_remove(AT(base + g + 8192), NULL), 1);
+  cr_assert_not(pg_pinmap_maybe(base + g));
 }
 
 Test(tracker_regions, interior_pointers) {
