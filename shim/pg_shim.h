@@ -31,11 +31,11 @@ static inline cudaStream_t pg_stream_of(cudaStream_t s, bool ptsz) {
 
 /* Captures the interceptor's caller stack (the application's call site is frame 0). */
 #define PG_CAPTURE(st) pg_stack_capture_here(st)
-/* Keeps where PG_CAPTURE would start for an op (pg_op.h): core captures its stack from there
- * only if the op touches pinned memory (pg_decide_before_op), while the interceptor runs. A
- * call, so that pc[0] is a return address into the interceptor, as PG_CAPTURE's (reports name
- * the interceptor's line in frame #0). */
-#define PG_CAPTURE_SITE(op) pg_stack_site_here(&(op)->site)
+/* Keeps where the op's stack starts (pg_op.h): core captures it from there only if the op
+ * touches pinned memory (pg_decide_before_op), while the interceptor runs. Taken inline in the
+ * interceptor's own frame, so the stack starts at the application's call site (pinguard's own
+ * frame is not in it) and the per-copy path makes no call for it. */
+#define PG_CAPTURE_SITE(op) pg_stack_site_inline(&(op)->site)
 
 /* After a successful pinning call (either API layer): the new region, with the application's
  * call site. A macro, so that the stack is captured in the interceptor's own frame. */
@@ -81,7 +81,7 @@ bool pg_cu_describe_kernel(const void *func, pg_kparams_t *kp);
   do {                                                                                      \
     if ((untracked) || !pg_shim_start_tracking()) return (ret)(fwd)(ctx);                   \
     pg_stack_site_t site_;                                                                  \
-    pg_stack_site_here(&site_);                                                             \
+    pg_stack_site_inline(&site_);                                                           \
     return (ret)pg_shim_launch_tracked(api, ptsz, func, describe, args, s, &site_, fwd, ctx); \
   } while (0)
 

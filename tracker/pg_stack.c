@@ -299,8 +299,9 @@ __attribute__((noinline)) void pg_stack_capture(pg_stack_t *out, unsigned skip,
  * frame-pointer walks) without a call or a saved register: the walk that meets a break point
  * it saw before, or none, is the whole capture. Anything else is capture()'s, which redoes the
  * walk from the start (it has no side effect on out until then). */
+/* From return address ret, whose frame is `frame` (0 if unknown), and the frame above it, fp. */
 static inline __attribute__((always_inline)) void capture_at(pg_stack_t *out, void *ret,
-                                                             uintptr_t fp) {
+                                                             uintptr_t fp, uintptr_t frame) {
   int mode = atomic_load_explicit(&g_fast_unwind, memory_order_relaxed);
   if (__builtin_expect(!t_cap.ready || mode == PG_UNWIND_EXACT, 0))
     return capture(out, ret, fp, 0, PG_STACK_MAX);
@@ -308,6 +309,7 @@ static inline __attribute__((always_inline)) void capture_at(pg_stack_t *out, vo
   bool broken;
   uintptr_t at;
   unsigned n = walk_frames(fp, out->pc, 1, PG_STACK_MAX, 0, &broken, &at);
+  if (!at) at = frame; /* the walk recorded nothing past ret: unwinding goes on from ret's frame */
   if (broken && mode == PG_UNWIND_FP_REDO) {
     uintptr_t last = (uintptr_t)out->pc[n - 1];
     const uintptr_t *ends = pg_tls_peek(PG_TLS_STACK_ENDS);
@@ -322,17 +324,18 @@ static inline __attribute__((always_inline)) void capture_at(pg_stack_t *out, vo
 }
 
 __attribute__((noinline)) void pg_stack_capture_here(pg_stack_t *out) {
-  capture_at(out, __builtin_return_address(0),
-             ((const uintptr_t *)__builtin_frame_address(0))[0]);
+  uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
+  capture_at(out, __builtin_return_address(0), ((const uintptr_t *)frame)[0], frame);
 }
 
 __attribute__((noinline)) void pg_stack_site_here(pg_stack_site_t *site) {
   site->ret = __builtin_return_address(0);
-  site->fp = ((const uintptr_t *)__builtin_frame_address(0))[0];
+  site->frame = (uintptr_t)__builtin_frame_address(0);
+  site->fp = ((const uintptr_t *)site->frame)[0];
 }
 
 void pg_stack_capture_site(pg_stack_t *out, const pg_stack_site_t *site) {
-  capture_at(out, site->ret, site->fp);
+  capture_at(out, site->ret, site->fp, site->frame);
 }
 
 void pg_stack_capture_from(pg_stack_t *out, void *pc, void *fp, unsigned max_depth) {

@@ -67,8 +67,18 @@ void pg_stack_capture_here(pg_stack_t *out);
 typedef struct pg_stack_site {
   void *ret;    /* NULL: no site kept */
   uintptr_t fp;
+  uintptr_t frame; /* the frame that holds ret as its return address (0: unknown) */
 } pg_stack_site_t;
 void pg_stack_site_here(pg_stack_site_t *site);
+/* The same, taken inline in the calling function's frame, one frame higher: the caller's return
+ * address and its caller's frame, so a capture from it starts at the caller's call site (the
+ * calling function's own frame, an interceptor's, is not in the stack) and costs no call. The
+ * caller must keep a frame pointer (the shim is built with them). */
+static inline __attribute__((always_inline)) void pg_stack_site_inline(pg_stack_site_t *site) {
+  site->ret = __builtin_return_address(0);
+  site->frame = (uintptr_t)__builtin_frame_address(0);
+  site->fp = ((const uintptr_t *)site->frame)[0];
+}
 /* What pg_stack_capture_here would have captured at the site: only while the frame that took the
  * site is still live (called from it, or from a function it called). */
 void pg_stack_capture_site(pg_stack_t *out, const pg_stack_site_t *site);

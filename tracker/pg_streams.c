@@ -446,6 +446,9 @@ size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later) {
   size_t done = 0, evicted = 0;
   pg_acc_t **tail = later;
   while (*tail) tail = &(*tail)->fifo_next;
+  /* Every access here is st's: what the host is ordered after is one bound (read once; should it
+   * move meanwhile, the rest retires next time). */
+  uint64_t ordered = atomic_load_explicit(&pg_host_clock[st->id], memory_order_relaxed);
   for (; !max || done < max; done++) {
     pg_acc_t *a = st->fifo_head;
     if (!a) break;
@@ -453,10 +456,10 @@ size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later) {
      * here, in the same pass, as a synchronize's retirement wants), and beyond the cap the
      * oldest of the completed others. A running one not ready is still being begun. */
     if (a == st->run_head) {
-      if (!atomic_load_explicit(&a->ready, memory_order_acquire) || !pg_acc_ordered(a)) break;
+      if (a->pub.seq > ordered || !atomic_load_explicit(&a->ready, memory_order_acquire)) break;
       st->run_head = a->fifo_next;
     } else {
-      if (!pg_acc_ordered(a)) {
+      if (a->pub.seq > ordered) {
         if (st->ndone <= pg_unordered_cap) break;
         evicted++;
       }
