@@ -27,26 +27,6 @@ typedef struct worker {
  * whole batch is enqueued, so no copy completes while the batch is being enqueued. What the
  * caller then does per copy no longer depends on how far the stream's worker got, which is what
  * makes instruction counts repeatable (bench/instr.sh). */
-typedef struct gate {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int open;
-} gate_t;
-
-static void CUDART_CB gate_wait(void *arg) {
-  gate_t *g = arg;
-  pthread_mutex_lock(&g->mu);
-  while (!g->open) pthread_cond_wait(&g->cv, &g->mu);
-  pthread_mutex_unlock(&g->mu);
-}
-
-static void gate_set(gate_t *g, int open) {
-  pthread_mutex_lock(&g->mu);
-  g->open = open;
-  pthread_cond_broadcast(&g->cv);
-  pthread_mutex_unlock(&g->mu);
-}
-
 static void *run_worker(void *arg) {
   worker_t *w = arg;
   cudaStream_t s;

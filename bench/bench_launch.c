@@ -13,26 +13,6 @@
 
 static void empty_kernel(const simcuda_launch_t *launch) { (void)launch; }
 
-typedef struct gate {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int open;
-} gate_t;
-
-static void CUDART_CB gate_wait(void *arg) {
-  gate_t *g = arg;
-  pthread_mutex_lock(&g->mu);
-  while (!g->open) pthread_cond_wait(&g->cv, &g->mu);
-  pthread_mutex_unlock(&g->mu);
-}
-
-static void gate_set(gate_t *g, int open) {
-  pthread_mutex_lock(&g->mu);
-  g->open = open;
-  pthread_cond_broadcast(&g->cv);
-  pthread_mutex_unlock(&g->mu);
-}
-
 int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help")) {

@@ -14,13 +14,7 @@
 #define SLOTS 64          /* offsets the timed copies cycle through, per region */
 #define FILLER_BYTES (64 << 10)
 
-/* ---- the gate: holds every operation queued after it on its stream -------------------------- */
-typedef struct gate {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int open;
-} gate_t;
-
+/* ---- the gate (bench_util.h), here bounded: holds every operation queued after it -------------- */
 static void CUDART_CB gate_fn(void *arg) {
   gate_t *g = arg;
   struct timespec until;
@@ -32,12 +26,6 @@ static void CUDART_CB gate_fn(void *arg) {
   pthread_mutex_unlock(&g->mu);
 }
 
-static void gate_set(gate_t *g, int open) {
-  pthread_mutex_lock(&g->mu);
-  g->open = open;
-  pthread_cond_broadcast(&g->cv);
-  pthread_mutex_unlock(&g->mu);
-}
 
 /* ---- filler regions: only pinguard's index holds them ------------------------------------- */
 static void register_fillers(long n) {

@@ -4,6 +4,7 @@
 #ifndef BENCH_UTIL_H
 #define BENCH_UTIL_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -77,6 +78,30 @@ static void bench_watchdog_fired(int sig) {
 static inline void bench_watchdog(unsigned seconds) {
   signal(SIGALRM, bench_watchdog_fired);
   alarm(seconds);
+}
+
+/* The gate (--gate): a host function at the head of each batch that blocks the stream until the
+ * whole batch is enqueued, so no copy completes while the batch is being enqueued. What the
+ * caller then does per copy no longer depends on how far the stream's worker got, which is what
+ * makes instruction counts repeatable (bench/instr.sh). */
+typedef struct gate {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int open;
+} gate_t;
+
+static inline void CUDART_CB gate_wait(void *arg) {
+  gate_t *g = arg;
+  pthread_mutex_lock(&g->mu);
+  while (!g->open) pthread_cond_wait(&g->cv, &g->mu);
+  pthread_mutex_unlock(&g->mu);
+}
+
+static inline void gate_set(gate_t *g, int open) {
+  pthread_mutex_lock(&g->mu);
+  g->open = open;
+  pthread_cond_broadcast(&g->cv);
+  pthread_mutex_unlock(&g->mu);
 }
 
 #endif /* BENCH_UTIL_H */
