@@ -18,9 +18,10 @@ endfunction()
 
 # A program's SIGUSR1 handler reads a guarded buffer while its thread is inside pinguard's guard
 # bookkeeping: no hang (the program's alarm kills a hung run), in both modes. Not under
-# ThreadSanitizer, which holds a program's asynchronous signals back and delivers them at its own
-# points inside intercepted calls: there the run dies with SIGSEGV (seen in CI's TSAN build, not
-# yet understood; the normal and ASAN+UBSAN builds pass).
+# ThreadSanitizer, which holds a program's asynchronous signals back and runs their handlers
+# itself on leaving an intercepted call (here pinguard's pthread_mutex_unlock of a guard stripe):
+# the guard fault that handler takes never reaches pinguard's SIGSEGV handler, and the process
+# dies of it (seen under gdb in CI's TSAN build; the normal and ASAN+UBSAN builds pass).
 pg_e2e_program(safe_signal_reentry)
 target_link_libraries(e2e_safe_signal_reentry PRIVATE Threads::Threads)
 if(NOT PG_SANITIZE STREQUAL "thread")
