@@ -2,7 +2,7 @@
 # Builds pinguard and runs every test: the normal build, then one build under AddressSanitizer
 # and UndefinedBehaviorSanitizer together, and one under ThreadSanitizer, of the same suite.
 # (PG_SANITIZE=address or =undefined alone also configure, for chasing one finding.)
-#   tests/run.sh            all four builds (what CI runs)
+#   tests/run.sh            all three builds (what CI runs)
 #   tests/run.sh --quick    the normal build only
 # The torch tier (tests/torch: real PyTorch on simcuda) runs in the normal build only, with the
 # Python of .venv-torch (.ci/run installs it; set PG_TORCH_PYTHON for another). Without torch it
@@ -12,25 +12,65 @@ cd "$(dirname "$0")/.."
 export PATH="/usr/local/cuda/bin:$PATH"
 jobs=$(nproc 2>/dev/null || echo 2)
 # Most tests spend their time waiting on simcuda's device latency (a guarded kvxfer case: 11 s
-# of wall time, under 1 s of CPU), so ctest runs twice as many at once as there are cores: on a
-# 2-core machine that took the three test runs from 1,327 s to 764 s. PG_TEST_JOBS overrides it.
-test_jobs=${PG_TEST_JOBS:-$((2 * jobs))}
+# of wall time, under 1 s of CPU; the ThreadSanitizer build's 287 e2e.driver cases: 57 s of wall
+# time and 27 s of CPU at 8 at once), so ctest runs three times as many at once as there are
+# cores. The fuzzer's runs, which use two processes each, say so (PROCESSORS 2), and the longest
+# tests start first (COST). PG_TEST_JOBS overrides it.
+test_jobs=${PG_TEST_JOBS:-$((3 * jobs))}
 
-run_build() { # name, extra cmake args...
+configure_and_build() { # dir, extra cmake args...: quiet, its logs beside the build directory
   local dir=$1; shift
-  echo "==> $dir: configure, build, test"
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$dir.configure.log" 2>&1 ||
     { cat "$dir.configure.log"; return 1; }
   cmake --build "$dir" -j"$jobs" >"$dir.build.log" 2>&1 || { tail -n 60 "$dir.build.log"; return 1; }
-  ctest --test-dir "$dir" --output-on-failure -j"$test_jobs"
+}
+
+run_tests() { # dir
+  echo "==> $1: test"
+  ctest --test-dir "$1" --output-on-failure -j"$test_jobs"
 }
 
 # Every build runs even when an earlier one failed, so one run shows every failure.
 failed=""
-run_build build || failed="$failed build"
+rm -f build-asan-ubsan.status build-tsan.status sanitizer-builds.log
+echo "==> build: configure, build"
+if configure_and_build build; then
+  if [ "${1:-}" != "--quick" ]; then
+    # The two sanitizer builds compile in the background, at a lower priority, while the normal
+    # build's tests run: those tests mostly wait on simcuda's device latency, and the compilers
+    # take the idle CPU. Their status is kept in a file each; their logs say the rest.
+    (
+      nice -n 10 bash -c "$(declare -f configure_and_build); jobs=$jobs
+        configure_and_build build-asan-ubsan -DPG_SANITIZE=address,undefined; echo \$? >build-asan-ubsan.status
+        configure_and_build build-tsan -DPG_SANITIZE=thread; echo \$? >build-tsan.status"
+    ) >sanitizer-builds.log 2>&1 &
+    builder=$!
+  fi
+  run_tests build || failed="$failed build"
+else
+  failed="$failed build"
+fi
 if [ "${1:-}" != "--quick" ]; then
-  run_build build-asan-ubsan -DPG_SANITIZE=address,undefined || failed="$failed build-asan-ubsan"
-  run_build build-tsan -DPG_SANITIZE=thread || failed="$failed build-tsan"
+  if [ -z "${builder:-}" ]; then # the normal build failed: build the others now
+    configure_and_build build-asan-ubsan -DPG_SANITIZE=address,undefined
+    echo $? >build-asan-ubsan.status
+    configure_and_build build-tsan -DPG_SANITIZE=thread
+    echo $? >build-tsan.status
+  fi
+  for dir in build-asan-ubsan build-tsan; do
+    # Wait for this build's status (the background builder writes it when the build ends).
+    while [ -n "${builder:-}" ] && [ ! -s "$dir.status" ] && kill -0 "$builder" 2>/dev/null; do
+      sleep 2
+    done
+    echo "==> $dir: configure, build (in the background: sanitizer-builds.log)"
+    if [ "$(cat "$dir.status" 2>/dev/null)" = "0" ]; then
+      run_tests "$dir" || failed="$failed $dir"
+    else
+      cat sanitizer-builds.log
+      failed="$failed $dir"
+    fi
+  done
+  [ -z "${builder:-}" ] || wait "$builder" || true
 fi
 if [ -n "$failed" ]; then
   echo "==> FAILED in:$failed"
