@@ -20,6 +20,7 @@
 #include "pg_pystack.h"
 #include "pg_report.h"
 #include "pg_tls.h"
+#include "pg_page.h"
 
 static pg_devops_t dev; /* the API layer's GPU operations */
 
@@ -73,8 +74,8 @@ static bool discovered_pinned(const void *p, size_t n) {
   }
   /* Pinned, but unknown to us: the runtime gives no allocation bounds, so the region is the
    * whole pages of this span. Later spans extend coverage with regions of their own. */
-  uintptr_t lo = (uintptr_t)p & ~(uintptr_t)4095;
-  uintptr_t hi = ((uintptr_t)p + n + 4095) & ~(uintptr_t)4095;
+  uintptr_t lo = pg_page_down((uintptr_t)p);
+  uintptr_t hi = pg_page_up((uintptr_t)p + n);
   pg_region_add((const void *)lo, hi - lo, PG_PIN_DISCOVERED, 0, NULL);
   pg_stat_inc(PG_STAT_REGIONS_DISCOVERED);
   return true;
@@ -357,7 +358,7 @@ unsigned pg_decide_register_flags(const void *p, size_t n) {
     pg_guard_warn_verdict(verdict, release);
     return flags | PG_REGION_FLAG_NO_GUARD;
   }
-  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t page = pg_page_size();
   uintptr_t lo = (uintptr_t)p, hi = lo + n;
   uintptr_t hull_lo = lo & ~(page - 1), hull_hi = (hi + page - 1) & ~(page - 1);
   if (lo == hull_lo && hi == hull_hi) return flags; /* no partial page */
@@ -702,14 +703,7 @@ void pg_decide_hostfn_leave(void) {
 }
 
 void pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp) {
-  /* Several threads may fault at once: the cache is atomic (relaxed: any of them stores the
-   * same value). */
-  static _Atomic uintptr_t page_size_cache;
-  uintptr_t page_size = atomic_load_explicit(&page_size_cache, memory_order_relaxed);
-  if (!page_size) {
-    page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
-    atomic_store_explicit(&page_size_cache, page_size, memory_order_relaxed);
-  }
+  uintptr_t page_size = pg_page_size();
   uintptr_t page = addr & ~(page_size - 1);
   /* This may run on a program's small alternate signal stack (SA_ONSTACK): keep the frame small.
    * Conflicts beyond these few are settled when the retried instruction faults again. */

@@ -36,6 +36,7 @@
 #include "pg_sink.h"
 #include "pg_stats.h"
 #include "pg_tracker.h"
+#include "pg_page.h"
 
 #define GRANULE_PAGES 512
 #define STRIPES 16 /* all are held across fork(); ThreadSanitizer tracks at most 64 held locks */
@@ -107,7 +108,7 @@ static const char *const kind_names[PG_GUARD_KIND_COUNT] = {
 
 __attribute__((constructor)) static void guard_setup(void) {
   for (int i = 0; i < STRIPES; i++) pthread_mutex_init(&stripes[i].mu, NULL);
-  page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
+  page_size = pg_page_size();
 }
 
 static void budget_start(void);

@@ -9,6 +9,7 @@
 
 #include "pg_policy.h"
 #include "pg_sink.h"
+#include "pg_page.h"
 
 bool pg_guard_release_copies_on_write(const char *release) {
   unsigned major = 0, minor = 0;
@@ -19,8 +20,7 @@ bool pg_guard_release_copies_on_write(const char *release) {
 }
 
 pg_guard_verdict_t pg_guard_verdict(const pg_mapping_t *m, const char *release) {
-  long base_page = sysconf(_SC_PAGESIZE);
-  if (m->page_size && m->page_size != (uint64_t)base_page) return PG_GUARD_NO_HUGETLB;
+  if (m->page_size && m->page_size != (uint64_t)pg_page_size()) return PG_GUARD_NO_HUGETLB;
   if (!m->shared && pg_guard_release_copies_on_write(release)) return PG_GUARD_NO_COW;
   return PG_GUARD_YES;
 }

@@ -3,6 +3,7 @@
  * one address in O(log n); its descriptor is opened once per process, lazily, and reopened in a
  * fork child (an inherited descriptor still describes the parent's address space). */
 #include "pg_procmaps.h"
+#include "pg_page.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -82,7 +83,7 @@ static void parse_rest(const char *l, const char *end, pg_mapping_t *m) {
     }
   }
   m->anon = inode && *inode == '0' && (inode + 1 >= end || inode[1] == ' ');
-  m->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
+  m->page_size = (uint64_t)pg_page_size();
   static const char huge[] = "/anon_hugepage";
   if (name && (size_t)(end - name) >= sizeof huge - 1 && !memcmp(name, huge, sizeof huge - 1))
     m->page_size = 2u << 20; /* the default huge page size; the ioctl gives the real one */

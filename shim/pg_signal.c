@@ -25,6 +25,7 @@
 #include "pg_intercept.h"
 #include "pg_shim.h"
 #include "pg_tls.h"
+#include "pg_page.h"
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 
@@ -114,7 +115,7 @@ static __thread uintptr_t stale_page;
 static __thread unsigned stale_count;
 
 static bool retry_stale(uintptr_t addr) {
-  uintptr_t page = addr & ~(uintptr_t)4095;
+  uintptr_t page = pg_page_down(addr);
   if (page != stale_page) {
     stale_page = page;
     stale_count = 0;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "pg_tls.h"
+#include "pg_page.h"
 
 __thread pg_tls_block_t pg_tls_blocks[PG_TLS_COUNT];
 #define t_blocks pg_tls_blocks
@@ -32,7 +33,7 @@ __attribute__((constructor)) static void tls_setup(void) {
 
 void *pg_tls_map(pg_tls_id_t id, size_t bytes) {
   if (t_blocks[id].p) return t_blocks[id].p;
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t page = (size_t)pg_page_size();
   size_t len = (bytes + page - 1) & ~(page - 1);
   void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return NULL;
