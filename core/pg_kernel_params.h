@@ -1,5 +1,5 @@
 /* pg_kernel_params.h: what a kernel launch touches. A kernel reaches pinned host memory through
- * raw pointers in its parameters (problem.md), so every 8-byte-aligned word of every parameter
+ * raw pointers in its parameters, so every 8-byte-aligned word of every parameter
  * that could be an address becomes a span of unknown direction, up to the end of the region it
  * points into (n == 0; pg_decide_before_op keeps only the words inside tracked regions).
  *

@@ -1,6 +1,6 @@
-/* pg_report_format.c: the text and JSON renderings of a report (conventions.md shows the text
- * layout). Both use the same fields; JSON escapes every byte outside printable ASCII so that a
- * log stays machine-readable whatever a symbol or path contains. */
+/* pg_report_format.c: the text and JSON renderings of a report (tests/unit/test_report.c checks
+ * the text layout line by line). Both use the same fields; JSON escapes every byte outside
+ * printable ASCII so that a log stays machine-readable whatever a symbol or path contains. */
 #include "pg_report_format.h"
 
 #include <string.h>

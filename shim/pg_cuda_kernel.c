@@ -1,6 +1,6 @@
 /* pg_cuda_kernel.c: interceptors for kernel launches (cudaLaunchKernel, cudaLaunchKernelExC,
  * nvcc 13's __cudaLaunchKernel, and their _ptsz twins). A kernel reaches pinned host memory
- * through raw pointers in its parameters (problem.md), so every 8-byte-aligned word of every
+ * through raw pointers in its parameters, so every 8-byte-aligned word of every
  * parameter that points into a tracked pinned region becomes an in-flight access of unknown
  * direction, up to the end of that region: the scan and the caches are core's
  * (core/pg_kernel_params.h); this file asks the runtime and forwards.

@@ -16,7 +16,7 @@
 #include "pg_shim.h"
 #include "pg_sink.h"
 
-/* Three-state init (style.md): calls arriving before or during it pass straight through.
+/* Three-state init: calls arriving before or during it pass straight through.
  * INIT_DUPLICATE: another copy of libpinguard.so is the process's pinguard; this one stays inert. */
 enum { INIT_NONE, INIT_RUNNING, INIT_READY, INIT_DUPLICATE };
 static atomic_int init_state = INIT_NONE;

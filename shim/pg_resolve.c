@@ -1,7 +1,7 @@
 /* pg_resolve.c: the hook table (pg_hooks.inc) and its one resolver, which finds the real
  * function behind each row lazily, by the row's library:
  *   cudart: dlvsym(RTLD_NEXT, name, "libcudart.so.<major>"), then dlsym(RTLD_NEXT, name), then
- *           dlopen(RTLD_NOLOAD) of an already-loaded libcudart (interposition.md);
+ *           dlopen(RTLD_NOLOAD) of an already-loaded libcudart;
  *   cuda:   dlsym(RTLD_NEXT, name), then a RTLD_NOLOAD dlopen of libcuda.so.1 (pinguard's
  *           dlsym, pg_dlsym.S, never swaps in a wrapper for pinguard's own lookups);
  *   libc:   dlsym(RTLD_NEXT, name).

@@ -1,5 +1,5 @@
 /* pg_syscalls.c: interposers for the calls that hand a user buffer to the kernel. A buffer the GPU
- * is still writing must not be sent (the commit path of problem.md), and one it is still using
+ * is still writing must not be sent (a KV store's commit path), and one it is still using
  * must not be filled; with guard pages on, the kernel would also return EFAULT on a protected
  * page instead of faulting, a short or failed transfer the program never asked for. So each call
  * checks its buffers first (pg_decide_syscall: enforce waits, audit reports, the pages are let

@@ -1,8 +1,8 @@
 /* pg_devops.h: the GPU operations pinguard itself performs, as one table of function pointers.
- * The API layer in use fills it: the runtime backend (shim/pg_devops_runtime.c) today, a driver
- * backend the same table tomorrow. Nothing below the shim names a CUDA function; results are
- * API-neutral. Handles keep the runtime's types, which are the driver's (cudaStream_t is CUstream,
- * cudaEvent_t is CUevent). */
+ * The API layer in use fills it: the runtime backend (shim/pg_devops_runtime.c), or the driver
+ * backend (shim/pg_devops_driver.c) in a process without a runtime pinguard interposes. Nothing
+ * below the shim names a CUDA function; results are API-neutral. Handles keep the runtime's
+ * types, which are the driver's (cudaStream_t is CUstream, cudaEvent_t is CUevent). */
 #ifndef PG_DEVOPS_H
 #define PG_DEVOPS_H
 

@@ -5,7 +5,7 @@
 #define PG_KINDS_H
 
 /* Which way the GPU touches host memory. The WRITE bit decides every "may write" question, so
- * UNKNOWN (a kernel holding a raw host pointer) counts as a write, as problem.md requires. */
+ * UNKNOWN (a kernel holding a raw host pointer) counts as a write: the kernel may write through it. */
 typedef enum pg_dir {
   PG_DIR_READ = 1,    /* the device reads host memory (host->device copy, kernel load) */
   PG_DIR_WRITE = 2,   /* the device writes host memory (device->host copy, kernel store) */

@@ -5,7 +5,7 @@
 
 /* small: 4 layers x 2 KV heads x head_dim 64 -> 4 KiB segments, 32 KiB blocks, 512 KiB chunks.
  * llama3-8b: 32 layers x 8 KV heads x head_dim 128, bf16 -> 32 KiB segments, 2 MiB blocks,
- * 32 MiB chunks (problem.md, "Sizes that matter"). */
+ * 32 MiB chunks. */
 static const kv_model_t kv_models[] = {
     {"small", 4, 2, 64, 16, 16, 16},
     {"llama3-8b", 32, 8, 128, 16, 16, 16},

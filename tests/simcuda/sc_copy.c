@@ -240,7 +240,7 @@ cudaError_t sc_memcpy_3d(const struct cudaMemcpy3DParms *p, cudaStream_t h, bool
   return sc_ret(sc_copy_submit(s, &segs, (sc_copy_opts){.sync = sync_api && !d2d}));
 }
 
-/* ---- batches (entered from sc_batch_abi.c, which picks the ABI) ------------------------ */
+/* ---- batches (entered from rt_batch_abi.c, which picks the ABI) ------------------------ */
 #if CUDART_VERSION >= 12080
 int sc_memcpy_batch(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
                     void *attrs_v, size_t *attrs_idxs, size_t num_attrs, size_t *fail_idx,

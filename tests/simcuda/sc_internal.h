@@ -214,7 +214,7 @@ void sc_graph_free(sc_graph *g);
 /* ---- kernels (sc_kernel.c) ------------------------------------------------------------- */
 void sc_kernel_run(sc_op *op);
 
-/* ---- batch copies (sc_copy.c, entered from sc_batch_abi.c) ----------------------------- */
+/* ---- batch copies (sc_copy.c, entered from rt_batch_abi.c) ----------------------------- */
 #include "sc_batch.h"
 
 #endif /* SC_INTERNAL_H */

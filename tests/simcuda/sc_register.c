@@ -12,7 +12,7 @@
 
 #include "sc_internal.h"
 
-/* nvcc's host_runtime.h declares these for C++ only. */
+/* nvcc's crt/host_runtime.h declares these for C++ only. */
 SC_API void **__cudaRegisterFatBinary(void *fatCubin);
 SC_API void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
 SC_API void __cudaUnregisterFatBinary(void **fatCubinHandle);

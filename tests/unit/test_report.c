@@ -1,5 +1,5 @@
-/* test_report.c: the report renderings and where they go: the text layout of conventions.md
- * (key lines checked literally), the SUMMARY cap, JSON lines that stay valid when cut, the
+/* test_report.c: the report renderings and where they go: the text layout (key lines
+ * checked literally), the SUMMARY cap, JSON lines that stay valid when cut, the
  * bounded formatter, and <log_path>.<pid> creation (lazily, and per process after fork). */
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@ each in its own child, so a crash or a hang there becomes a FAIL line instead of
 
 CUDA calls go through ctypes.CDLL(None), the process's global scope, where the preloaded
 libpinguard.so comes first: that is the path an ordinary program's calls take. A call through the
-libcudart handle itself would bypass the shim (interposition.md), so it is used only to ask the
+libcudart handle itself would bypass the shim, so it is used only to ask the
 runtime for its version and error names."""
 import ctypes
 import ctypes.util

@@ -1,0 +1,2 @@
+/* y.c */
+#include "../tracker/t.h"

@@ -1,0 +1,2 @@
+/* x.c */
+#include "../src/a.h"

@@ -1,0 +1,1 @@
+/* a.h: names a.c, which is here. */
