@@ -37,6 +37,8 @@ typedef struct sc_config {
                              * and returning from cudaFreeHost/cudaHostUnregister */
   int devices;          /* SIMCUDA_DEVICES: 1..SC_MAX_DEVICES; 0 after a bad value (every call
                          * then fails with cudaErrorNoDevice) */
+  bool io_uring;        /* SIMCUDA_IO_URING: 0 makes registered private memory take the memfd
+                         * fallback, as where io_uring is unavailable */
 } sc_config;
 
 #define SC_MAX_DEVICES 16

@@ -3,6 +3,8 @@
  * SC_STAGE bytes through which bytes pass between the pinned pages and ordinary memory. */
 #include "sc_uring.h"
 
+#include "sc_internal.h"
+
 #include <errno.h>
 #include <linux/io_uring.h>
 #include <pthread.h>
@@ -12,7 +14,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define SC_SLOTS 4096u          /* fixed-buffer slots in the table */
+#define SC_SLOTS 16384u         /* fixed-buffer slots at most (io_uring's limit since 5.13) */
 #define SC_SLOT_BYTES (1u << 30) /* io_uring's largest fixed buffer */
 #define SC_STAGE (1u << 20)     /* staging buffer */
 
@@ -27,6 +29,7 @@ static struct {
   int stage_fd;
   char *stage;
   pthread_mutex_t lock; /* the ring, the staging buffer and the slot table */
+  unsigned slots; /* in the table */
   unsigned char used[SC_SLOTS];
 } U = {.once = PTHREAD_ONCE_INIT, .fd = -1, .stage_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -34,13 +37,20 @@ static long sc_ring_register(unsigned op, void *arg, unsigned nr) {
   return syscall(__NR_io_uring_register, U.fd, op, arg, nr);
 }
 
-/* An empty table of SC_SLOTS slots: sparse registration (Linux 5.19), else SC_SLOTS empty iovecs
- * (accepted since 5.13). */
+/* An empty table of slots: sparse registration (Linux 5.19), else empty iovecs (accepted since
+ * 5.13); SC_SLOTS slots, or 1024 where the kernel allows no more. */
 static bool sc_ring_table(void) {
-  struct io_uring_rsrc_register rr = {.nr = SC_SLOTS, .flags = IORING_RSRC_REGISTER_SPARSE};
-  if (sc_ring_register(IORING_REGISTER_BUFFERS2, &rr, sizeof rr) == 0) return true;
   static struct iovec empty[SC_SLOTS];
-  return sc_ring_register(IORING_REGISTER_BUFFERS, empty, SC_SLOTS) == 0;
+  static const unsigned sizes[] = {SC_SLOTS, 1024};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    struct io_uring_rsrc_register rr = {.nr = sizes[i], .flags = IORING_RSRC_REGISTER_SPARSE};
+    if (sc_ring_register(IORING_REGISTER_BUFFERS2, &rr, sizeof rr) == 0 ||
+        sc_ring_register(IORING_REGISTER_BUFFERS, empty, sizes[i]) == 0) {
+      U.slots = sizes[i];
+      return true;
+    }
+  }
+  return false;
 }
 
 static bool sc_ring_map(const struct io_uring_params *p) {
@@ -71,6 +81,10 @@ static bool sc_ring_map(const struct io_uring_params *p) {
 }
 
 static void sc_ring_setup(void) {
+  if (!sc_cfg.io_uring) {
+    U.why = "SIMCUDA_IO_URING=0";
+    return;
+  }
   struct io_uring_params p;
   memset(&p, 0, sizeof p);
   long fd = syscall(__NR_io_uring_setup, 4, &p);
@@ -166,7 +180,7 @@ bool sc_uring_pin(uintptr_t base, size_t len, sc_pin *out) {
   }
   pthread_mutex_lock(&U.lock);
   unsigned first = 0, run = 0;
-  for (unsigned s = 0; s < SC_SLOTS && run < need; s++) {
+  for (unsigned s = 0; s < U.slots && run < need; s++) {
     if (U.used[s]) run = 0;
     else if (run++ == 0) first = s;
   }

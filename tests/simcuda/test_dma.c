@@ -257,3 +257,21 @@ Test(dma, kernel_view_of_private_memory) {
   CK(cudaStreamDestroy(s));
   munmap(p, N);
 }
+
+/* Where io_uring is unavailable (here: SIMCUDA_IO_URING=0), registered private memory falls back
+ * to shared memfd pages, and the device still reaches it while it is PROT_NONE. */
+static void no_io_uring(void) { setenv("SIMCUDA_IO_URING", "0", 1); }
+
+Test(dma, private_memfd_fallback, .init = no_io_uring) {
+  unsigned char *p = mmap(NULL, N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  cr_assert_neq(p, MAP_FAILED);
+  memset(p, 7, N);
+  CK(cudaHostRegister(p, N, 0));
+  char line[512];
+  maps_line(p, line, sizeof line);
+  cr_assert_neq(strstr(line, "memfd:simcuda-pinned"), NULL, "%s", line);
+  cr_assert_eq(p[N - 1], 7, "contents survive the swap");
+  exercise_protected(p);
+  CK(cudaHostUnregister(p));
+  munmap(p, N);
+}
