@@ -123,3 +123,31 @@ foreach(mode audit enforce)
   pg_e2e_case(safe.stream_memops.counter.${mode} safe_stream_memops MODE ${mode} EXPECT none
               STDOUT "^counter loop done" ARGS counter ENV "PG_EXTRA_OPTIONS=guard=1")
 endforeach()
+
+# Registered private memory as the driver leaves it (private anonymous; simcuda reaches it
+# through io_uring pins): a CPU read during a device-to-host copy into it is reported by its guard
+# fault on a fixed kernel; on an affected one it is not guarded, and a write(2) of it during a
+# copy is still reported by the system-call check. On both the copies land in the pages the CPU
+# reads after the guard round trips (safe_private_dma.c).
+pg_e2e_program(safe_private_dma)
+pg_safe_case(private_dma.fixed_kernel safe_private_dma
+             OPTIONS "mode=audit:guard=1:exitcode=0:kernel_release=6.8.0"
+             CHECK --stdout "mapping private anonymous, data arrived in the user's pages"
+                   --count "ERROR: cpu-read-during-device-write" 1
+                   --stderr "syscall-read-during-device-write" --no-stderr "private memory")
+pg_safe_case(private_dma.affected safe_private_dma
+             OPTIONS "mode=audit:guard=1:exitcode=0:kernel_release=5.15.0-91-generic"
+             CHECK --stdout "mapping private anonymous, data arrived in the user's pages"
+                   --count "cudaHostRegister'ed private memory" 1
+                   --stderr "syscall-read-during-device-write"
+                   --no-stderr "cpu-read-during-device-write")
+# Fork while a registered private buffer is guarded and in flight: the children read and store
+# into their own copies without a report, the parent's pages stay its own and the copies land
+# there (safe_private_fork.c).
+pg_e2e_program(safe_private_fork)
+foreach(mode audit enforce)
+  pg_safe_case(private_fork.${mode} safe_private_fork
+               OPTIONS "mode=${mode}:guard=1:exitcode=0:kernel_release=6.8.0"
+               CHECK --stdout "read and wrote their own copies, parent.s pages its own, later copy landed"
+                     --no-stderr "ERROR")
+endforeach()

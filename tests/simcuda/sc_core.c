@@ -160,6 +160,7 @@ static void sc_do_init(void) {
   sc_cfg.device_bytes = (size_t)sc_env_double("SIMCUDA_DEVICE_MB", SC_DEFAULT_DEVICE_MB) << 20;
   sc_cfg.runtime_version = (int)sc_env_double("SIMCUDA_RUNTIME_VERSION", 13000);
   sc_cfg.unpin_return_ns = (uint64_t)(sc_env_double("SIMCUDA_UNPIN_RETURN_US", 0) * 1000.0);
+  sc_cfg.io_uring = sc_env_double("SIMCUDA_IO_URING", 1) != 0;
   if (sc_cfg.runtime_version != 13000 && sc_cfg.runtime_version != 12080) {
     fprintf(stderr, "simcuda: SIMCUDA_RUNTIME_VERSION=%d unsupported (13000 or 12080); using 13000\n",
             sc_cfg.runtime_version);

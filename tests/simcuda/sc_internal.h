@@ -37,6 +37,8 @@ typedef struct sc_config {
                              * and returning from cudaFreeHost/cudaHostUnregister */
   int devices;          /* SIMCUDA_DEVICES: 1..SC_MAX_DEVICES; 0 after a bad value (every call
                          * then fails with cudaErrorNoDevice) */
+  bool io_uring;        /* SIMCUDA_IO_URING: 0 makes registered private memory take the memfd
+                         * fallback, as where io_uring is unavailable */
 } sc_config;
 
 #define SC_MAX_DEVICES 16
@@ -99,6 +101,12 @@ bool sc_range_ok(const void *p, size_t n);
  * split piecewise at range boundaries. Never faults on CPU protections of pinned pages. */
 void sc_dma_copy(void *dst, const void *src, size_t n);
 void sc_dma_set(void *dst, int value, size_t n);
+/* The device's load and store of the aligned 4- or 8-byte (size) word at host address p. */
+uint64_t sc_dma_load_word(const void *p, size_t size);
+void sc_dma_store_word(void *p, uint64_t value, size_t size);
+/* Ends the calling thread's kernel views (simcuda_dma of pinned private memory): what the body
+ * changed is written back through the pins. Called when a kernel body returns. */
+void sc_dma_views_flush(void);
 
 /* ---- streams and ops (sc_stream.c) ----------------------------------------------------- */
 typedef struct sc_stream sc_stream;

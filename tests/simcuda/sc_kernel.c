@@ -111,7 +111,10 @@ SC_API cudaError_t cudaFuncGetName(const char **name, const void *func) {
   return cudaSuccess;
 }
 
-void sc_kernel_run(sc_op *op) { op->u.kernel.fn(&op->u.kernel.launch); }
+void sc_kernel_run(sc_op *op) {
+  op->u.kernel.fn(&op->u.kernel.launch);
+  sc_dma_views_flush();
+}
 
 cudaError_t sc_launch(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
                              cudaStream_t h, bool ptsz) {

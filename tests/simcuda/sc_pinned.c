@@ -1,6 +1,6 @@
 /* sc_pinned.c: pinned host memory (the driver's cuMemHostAlloc/Register and friends, pointer
- * attributes, and so the runtime's cudaHostAlloc/Register, ...) and
- * the DMA aliases through which the simulated device reaches it (simcuda_dma, sc_dma_copy). */
+ * attributes, and so the runtime's cudaHostAlloc/Register, ...) and how the simulated device
+ * reaches it (simcuda_dma, sc_dma_copy, sc_dma_set, the word operations). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,20 +13,25 @@
 
 #include "sc_internal.h"
 #include "sc_engine.h"
+#include "sc_uring.h"
 
-/* Every pinned range gets a second mapping of the same physical pages; the simulated device (copy
- * workers, kernel bodies via simcuda_dma) reaches pinned memory only through that alias, so CPU
- * page protections that pinguard puts on the original mapping never stop the device, just as they
- * never stop a real copy engine. How the alias is made:
- *   - cudaHostAlloc: a memfd mapped twice.
+/* The simulated device reaches pinned memory as a copy engine does: never through the CPU's view
+ * of it, so CPU page protections that pinguard puts on that view never stop the device. How:
+ *   - cudaHostAlloc: a memfd mapped twice (the driver maps its own allocations shared); the
+ *     device uses the second mapping, the alias.
  *   - cudaHostRegister of MAP_SHARED memory: mremap(p, 0, n, MREMAP_MAYMOVE|MREMAP_FIXED), which
- *     maps the same shared pages a second time.
- *   - cudaHostRegister of private memory (malloc, anonymous mmap): the page-aligned hull is
- *     replaced by memfd pages holding the same bytes (map the memfd as the alias, copy the
- *     contents, map it again elsewhere, then mremap(MREMAP_FIXED) that mapping onto the hull so the
- *     swap is one atomic step). Two consequences, both documented in README.md: a CPU write to the
- *     hull by another thread during the copy could be lost, and the hull stays MAP_SHARED (a forked
- *     child shares, rather than copies, those pages), also after cudaHostUnregister.
+ *     maps the same shared pages a second time, as the alias.
+ *   - cudaHostRegister of private memory (malloc, anonymous mmap): the mapping is left as it is
+ *     (private stays private, /proc/self/maps unchanged) and its pages are pinned as io_uring
+ *     fixed buffers (sc_uring.h): copies and memsets reach them through the pins, as DMA does.
+ *     A kernel body, which needs a pointer, gets a view (simcuda_dma): a snapshot of the range
+ *     taken through the pins at its first simcuda_dma of it, whose changed bytes are written back
+ *     through the pins when the body returns.
+ *   - Where io_uring is unavailable (or a range cannot be pinned that way), private pieces fall
+ *     back to being replaced by memfd pages holding the same bytes (map the memfd as the alias,
+ *     copy the contents, map it again elsewhere, then mremap(MREMAP_FIXED) that mapping onto the
+ *     hull so the swap is one atomic step), said once on stderr. The hull is then MAP_SHARED, also
+ *     after cudaHostUnregister.
  * The kind of each piece of the hull is read from /proc/self/maps. */
 
 typedef enum { SC_REGION_HOSTALLOC, SC_REGION_REGISTERED } sc_region_kind;
@@ -36,7 +41,9 @@ typedef struct sc_region {
   size_t size;
   uintptr_t hull; /* page-aligned cover of [base, base + size) */
   size_t hull_len;
-  char *alias; /* the device's view of [hull, hull + hull_len) */
+  char *alias; /* the device's view of [hull, hull + hull_len), or NULL when pinned */
+  sc_pin pin;  /* pin.slot >= 0: [hull, hull + hull_len) pinned, reached through io_uring */
+  uint64_t gen; /* which registration this is (kernel views name it) */
   unsigned flags;
   sc_region_kind kind;
   int device; /* current when it was allocated or registered (cudaPointerGetAttributes) */
@@ -113,21 +120,38 @@ sc_mem_kind sc_classify(const void *p) {
   return pinned ? SC_MEM_PINNED : SC_MEM_PAGEABLE;
 }
 
-/* The device address of p and how many bytes from p stay within the same translation.
- * Caller holds the read lock. */
-static char *sc_translate_span(const void *ptr, size_t n, size_t *span) {
+/* Where the device finds host address p: a pointer it may use directly (p: device, unpinned or
+ * aliased memory), or a pin through which addr is reached. */
+typedef struct sc_loc {
+  char *p;
+  const sc_pin *pin; /* non-NULL: reach addr through the pin (p is meaningless) */
+  uintptr_t addr;
+} sc_loc;
+
+static bool sc_dma_failed_said;
+
+static void sc_dma_check(bool ok) {
+  if (!ok && !__atomic_exchange_n(&sc_dma_failed_said, true, __ATOMIC_RELAXED))
+    fprintf(stderr, "simcuda: a DMA through io_uring failed (%s); the bytes were not moved\n",
+            strerror(errno));
+}
+
+/* Where the device finds ptr, and how many bytes from ptr stay within the same translation.
+ * Caller holds the read lock (the pin stays valid as long as it does). */
+static sc_loc sc_translate_span(const void *ptr, size_t n, size_t *span) {
   uintptr_t p = (uintptr_t)ptr;
   size_t i = sc_region_lower(p);
   if (i < sc_nregions && sc_regions[i].base <= p) {
     const sc_region *r = &sc_regions[i];
     size_t left = r->base + r->size - p;
     *span = n < left ? n : left;
-    return r->alias + (p - r->hull);
+    if (r->pin.slot >= 0) return (sc_loc){.pin = &r->pin, .addr = p};
+    return (sc_loc){.p = r->alias + (p - r->hull)};
   }
   /* Unpinned: identity up to the next pinned range. */
   size_t left = i < sc_nregions ? sc_regions[i].base - p : SIZE_MAX;
   *span = n < left ? n : left;
-  return (char *)ptr;
+  return (sc_loc){.p = (char *)ptr};
 }
 
 void sc_dma_copy(void *dst, const void *src, size_t n) {
@@ -135,10 +159,13 @@ void sc_dma_copy(void *dst, const void *src, size_t n) {
   size_t done = 0;
   while (done < n) {
     size_t ds, ss;
-    char *d = sc_translate_span((char *)dst + done, n - done, &ds);
-    const char *s = sc_translate_span((const char *)src + done, n - done, &ss);
+    sc_loc d = sc_translate_span((char *)dst + done, n - done, &ds);
+    sc_loc s = sc_translate_span((const char *)src + done, n - done, &ss);
     size_t k = ds < ss ? ds : ss;
-    memmove(d, s, k);
+    if (!d.pin && !s.pin) memmove(d.p, s.p, k);
+    else if (d.pin && s.pin) sc_dma_check(sc_uring_copy(d.pin, d.addr, s.pin, s.addr, k));
+    else if (d.pin) sc_dma_check(sc_uring_write(d.pin, d.addr, s.p, k));
+    else sc_dma_check(sc_uring_read(s.pin, s.addr, d.p, k));
     done += k;
   }
   pthread_rwlock_unlock(&sc_regions_lock);
@@ -149,10 +176,43 @@ void sc_dma_set(void *dst, int value, size_t n) {
   size_t done = 0;
   while (done < n) {
     size_t span;
-    char *d = sc_translate_span((char *)dst + done, n - done, &span);
-    memset(d, value, span);
+    sc_loc d = sc_translate_span((char *)dst + done, n - done, &span);
+    if (d.pin) sc_dma_check(sc_uring_fill(d.pin, d.addr, value, span));
+    else memset(d.p, value, span);
     done += span;
   }
+  pthread_rwlock_unlock(&sc_regions_lock);
+}
+
+uint64_t sc_dma_load_word(const void *p, size_t size) {
+  pthread_rwlock_rdlock(&sc_regions_lock);
+  size_t span;
+  sc_loc at = sc_translate_span(p, size, &span);
+  uint64_t v = 0;
+  if (at.pin) {
+    uint32_t w = 0;
+    sc_dma_check(sc_uring_read(at.pin, at.addr, size == 8 ? (void *)&v : (void *)&w, size));
+    if (size != 8) v = w;
+  } else if (size == 8) {
+    v = __atomic_load_n((const volatile uint64_t *)at.p, __ATOMIC_ACQUIRE);
+  } else {
+    v = __atomic_load_n((const volatile uint32_t *)at.p, __ATOMIC_ACQUIRE);
+  }
+  pthread_rwlock_unlock(&sc_regions_lock);
+  return v;
+}
+
+void sc_dma_store_word(void *p, uint64_t value, size_t size) {
+  pthread_rwlock_rdlock(&sc_regions_lock);
+  size_t span;
+  sc_loc at = sc_translate_span(p, size, &span);
+  uint32_t w = (uint32_t)value;
+  if (at.pin)
+    sc_dma_check(sc_uring_write(at.pin, at.addr, size == 8 ? (void *)&value : (void *)&w, size));
+  else if (size == 8)
+    __atomic_store_n((volatile uint64_t *)at.p, value, __ATOMIC_RELEASE);
+  else
+    __atomic_store_n((volatile uint32_t *)at.p, w, __ATOMIC_RELEASE);
   pthread_rwlock_unlock(&sc_regions_lock);
 }
 
@@ -188,10 +248,120 @@ bool sc_range_ok(const void *ptr, size_t n) {
   return !sc_arena_contains((void *)(end - 1)) && sc_host_mapped(p, n);
 }
 
+/* ---- kernel views of pinned private memory ---------------------------------------------- */
+/* A kernel body needs a pointer, and no pointer reaches private pages except through the CPU's
+ * own mapping. So a body's simcuda_dma of a pinned private range gets a view: a memfd filled
+ * through the pins, and a snapshot of what it held. When the body returns (sc_dma_views_flush),
+ * the bytes that differ from the snapshot are written back through the pins, run by run, so the
+ * CPU's concurrent stores to other bytes survive. Views belong to the thread that made them. */
+#define SC_MAX_VIEWS 8
+#define SC_MAX_RUNS 8 /* per page; more and the page's changed span is written in one piece */
+
+typedef struct sc_view {
+  uintptr_t base, hull;
+  size_t len;
+  uint64_t gen;
+  int fd;
+  char *map, *snap;
+} sc_view;
+
+typedef struct sc_views {
+  int n;
+  sc_view v[SC_MAX_VIEWS];
+} sc_views;
+
+static __thread sc_views *sc_my_views; /* one pointer of static TLS; the list is allocated */
+
+static void sc_view_close(sc_view *v) {
+  if (v->map) munmap(v->map, v->len);
+  if (v->snap) munmap(v->snap, v->len);
+  if (v->fd >= 0) close(v->fd);
+}
+
+/* Opens a view of r (caller holds the read lock). NULL when it cannot. */
+static char *sc_view_open(const sc_region *r) {
+  sc_views *vs = sc_my_views;
+  if (!vs && !(vs = sc_my_views = calloc(1, sizeof *vs))) return NULL;
+  for (int i = 0; i < vs->n; i++)
+    if (vs->v[i].base == r->base && vs->v[i].gen == r->gen) return vs->v[i].map;
+  if (vs->n == SC_MAX_VIEWS) return NULL;
+  sc_view v = {.base = r->base, .hull = r->hull, .len = r->hull_len, .gen = r->gen,
+               .fd = memfd_create("simcuda-kernel-view", MFD_CLOEXEC)};
+  bool ok = v.fd >= 0 && ftruncate(v.fd, (off_t)v.len) == 0 &&
+            sc_uring_to_fd(&r->pin, r->hull, v.fd, 0, v.len);
+  if (ok) {
+    v.map = mmap(NULL, v.len, PROT_READ | PROT_WRITE, MAP_SHARED, v.fd, 0);
+    v.snap = mmap(NULL, v.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (v.map == MAP_FAILED) v.map = NULL;
+    if (v.snap == MAP_FAILED) v.snap = NULL;
+    ok = v.map && v.snap;
+  }
+  if (!ok) {
+    sc_view_close(&v);
+    return NULL;
+  }
+  memcpy(v.snap, v.map, v.len);
+  vs->v[vs->n++] = v;
+  return v.map;
+}
+
+/* Writes the bytes of [at, at + m) that the body changed back through r's pins. */
+static void sc_view_write_page(const sc_region *r, const sc_view *v, size_t at, size_t m) {
+  size_t runs[SC_MAX_RUNS][2], nruns = 0, first = SIZE_MAX, last = 0;
+  for (size_t i = at; i < at + m; i++) {
+    if (v->map[i] == v->snap[i]) continue;
+    if (first == SIZE_MAX) first = i;
+    if (nruns && runs[nruns - 1][1] == i) {
+      runs[nruns - 1][1] = i + 1;
+    } else if (nruns < SC_MAX_RUNS) {
+      runs[nruns][0] = i, runs[nruns][1] = i + 1;
+      nruns++;
+    } else {
+      nruns = SC_MAX_RUNS + 1; /* too many: one span */
+    }
+    last = i + 1;
+  }
+  if (first == SIZE_MAX) return;
+  if (nruns > SC_MAX_RUNS) {
+    sc_dma_check(sc_uring_from_fd(&r->pin, r->hull + first, v->fd, (off_t)first, last - first));
+    return;
+  }
+  for (size_t k = 0; k < nruns; k++)
+    sc_dma_check(sc_uring_from_fd(&r->pin, r->hull + runs[k][0], v->fd, (off_t)runs[k][0],
+                                  runs[k][1] - runs[k][0]));
+}
+
+void sc_dma_views_flush(void) {
+  sc_views *vs = sc_my_views;
+  if (!vs || !vs->n) return;
+  pthread_rwlock_rdlock(&sc_regions_lock);
+  for (int i = 0; i < vs->n; i++) {
+    const sc_view *v = &vs->v[i];
+    const sc_region *r = sc_region_find(v->base);
+    if (!r || r->base != v->base || r->gen != v->gen || r->pin.slot < 0) continue; /* gone */
+    for (size_t at = 0; at < v->len; at += sc_page()) {
+      size_t m = v->len - at < sc_page() ? v->len - at : sc_page();
+      if (memcmp(v->map + at, v->snap + at, m)) sc_view_write_page(r, v, at, m);
+    }
+  }
+  pthread_rwlock_unlock(&sc_regions_lock);
+  for (int i = 0; i < vs->n; i++) sc_view_close(&vs->v[i]);
+  vs->n = 0;
+}
+
 SC_API void *simcuda_dma(const void *host_ptr) {
+  if (sc_my_views && sc_my_views->n == SC_MAX_VIEWS) sc_dma_views_flush();
   pthread_rwlock_rdlock(&sc_regions_lock);
   size_t span;
-  void *d = sc_translate_span(host_ptr, 1, &span);
+  sc_loc at = sc_translate_span(host_ptr, 1, &span);
+  void *d = at.p;
+  if (at.pin) {
+    const sc_region *r = sc_region_find((uintptr_t)host_ptr);
+    char *view = sc_view_open(r);
+    if (!view && !__atomic_exchange_n(&sc_dma_failed_said, true, __ATOMIC_RELAXED))
+      fprintf(stderr, "simcuda: no kernel view of pinned memory at %p\n", host_ptr);
+    d = view ? view + ((uintptr_t)host_ptr - r->hull) : NULL;
+  }
   pthread_rwlock_unlock(&sc_regions_lock);
   return d;
 }
@@ -283,23 +453,84 @@ out:
 
 #define SC_MAX_VMAS 64
 
-/* Builds the alias of [hull, hull + len). Caller holds the write lock. */
-static char *sc_alias_build(uintptr_t hull, size_t len) {
+/* Pins the private hull [hull, hull + len) whose pieces are vmas[0..n). The pin is taken for
+ * writing, as the driver takes it; pieces the CPU may not write at the moment (a range the
+ * program made read-only, or pinguard guarded) are opened for the call and closed again, by
+ * system call (not through a wrapper). */
+static bool sc_pin_private(const sc_vma *vmas, int n, uintptr_t hull, size_t len, sc_pin *pin) {
+  for (int i = 0; i < n; i++)
+    if (vmas[i].prot != (PROT_READ | PROT_WRITE))
+      syscall(SYS_mprotect, (void *)vmas[i].start, vmas[i].end - vmas[i].start,
+              PROT_READ | PROT_WRITE);
+  bool ok = sc_uring_pin(hull, len, pin);
+  int e = errno;
+  for (int i = 0; i < n; i++)
+    if (vmas[i].prot != (PROT_READ | PROT_WRITE))
+      syscall(SYS_mprotect, (void *)vmas[i].start, vmas[i].end - vmas[i].start, vmas[i].prot);
+  errno = e;
+  return ok;
+}
+
+/* Says once that private memory is being made shared, and why. */
+static void sc_say_swap(const char *why) {
+  static bool said;
+  if (__atomic_exchange_n(&said, true, __ATOMIC_RELAXED)) return;
+  fprintf(stderr,
+          "simcuda: %s: registered private memory is replaced by shared memfd pages holding the "
+          "same bytes (it is MAP_SHARED from now on, also in a forked child)\n", why);
+}
+
+/* Gives r (hull and hull_len set) the means by which the device reaches it: r->pin for an
+ * all-private hull, else r->alias. Caller holds the write lock. */
+static bool sc_reach_build(sc_region *r) {
+  uintptr_t hull = r->hull;
+  size_t len = r->hull_len;
+  r->alias = NULL;
+  r->pin.slot = -1;
   sc_vma vmas[SC_MAX_VMAS];
   int n = sc_read_vmas(hull, hull + len, vmas, SC_MAX_VMAS);
-  if (n <= 0) return NULL;
+  if (n <= 0) return false;
+  bool any_shared = false, any_private = false;
+  for (int i = 0; i < n; i++) {
+    any_shared |= vmas[i].shared;
+    any_private |= !vmas[i].shared;
+  }
+  if (!any_shared) {
+    const char *why = NULL;
+    if (!sc_uring_available(&why)) {
+      sc_say_swap(why);
+    } else if (sc_pin_private(vmas, n, hull, len, &r->pin)) {
+      return true;
+    } else {
+      static char buf[96];
+      static bool said;
+      if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+        snprintf(buf, sizeof buf, "pinning through io_uring failed (%s)", strerror(errno));
+      sc_say_swap(buf);
+    }
+  } else if (any_private) {
+    sc_say_swap("a registered range spans shared and private mappings");
+  }
   char *alias = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (alias == MAP_FAILED) return NULL;
+  if (alias == MAP_FAILED) return false;
   for (int i = 0; i < n; i++) {
     char *at = alias + (vmas[i].start - hull);
     bool ok = vmas[i].shared ? sc_alias_shared(&vmas[i], at) : sc_alias_private(&vmas[i], at);
     if (!ok) {
       /* Pieces already swapped keep their (identical) contents; only the alias goes. */
       munmap(alias, len);
-      return NULL;
+      return false;
     }
   }
-  return alias;
+  r->alias = alias;
+  return true;
+}
+
+/* Undoes sc_reach_build: unpins, or unmaps the alias. No DMA may be using r (its region is
+ * out of the table, or never was in it). */
+static void sc_reach_drop(const sc_region *r) {
+  if (r->pin.slot >= 0) sc_uring_unpin(&r->pin);
+  if (r->alias) munmap(r->alias, r->hull_len);
 }
 
 /* ---- API ------------------------------------------------------------------------------- */
@@ -326,8 +557,8 @@ cudaError_t sc_host_alloc(void **pHost, size_t size, unsigned int flags) {
     return sc_ret(cudaErrorMemoryAllocation);
   }
   sc_region r = {.base = (uintptr_t)host, .size = size, .hull = (uintptr_t)host, .hull_len = len,
-                 .alias = alias, .flags = flags, .kind = SC_REGION_HOSTALLOC,
-                 .device = sc_device_current()};
+                 .alias = alias, .pin = {.slot = -1}, .flags = flags,
+                 .kind = SC_REGION_HOSTALLOC, .device = sc_device_current()};
   pthread_rwlock_wrlock(&sc_regions_lock);
   bool ok = sc_region_insert(&r);
   pthread_rwlock_unlock(&sc_regions_lock);
@@ -380,18 +611,16 @@ cudaError_t sc_host_register(void *ptr, size_t size, unsigned int flags) {
   size_t hull_len = ((base + size + sc_page() - 1) & ~(sc_page() - 1)) - hull;
   pthread_rwlock_wrlock(&sc_regions_lock);
   cudaError_t err = cudaSuccess;
+  static uint64_t gens;
+  sc_region r = {.base = base, .size = size, .hull = hull, .hull_len = hull_len, .flags = flags,
+                 .kind = SC_REGION_REGISTERED, .device = sc_device_current(), .gen = ++gens};
   if (sc_region_overlaps(base, size)) {
     err = cudaErrorHostMemoryAlreadyRegistered;
-  } else {
-    char *alias = sc_alias_build(hull, hull_len);
-    sc_region r = {.base = base, .size = size, .hull = hull, .hull_len = hull_len, .alias = alias,
-                   .flags = flags, .kind = SC_REGION_REGISTERED, .device = sc_device_current()};
-    if (!alias) {
-      err = cudaErrorInvalidValue; /* not (fully) mapped memory */
-    } else if (!sc_region_insert(&r)) {
-      munmap(alias, hull_len);
-      err = cudaErrorMemoryAllocation;
-    }
+  } else if (!sc_reach_build(&r)) {
+    err = cudaErrorInvalidValue; /* not (fully) mapped memory */
+  } else if (!sc_region_insert(&r)) {
+    sc_reach_drop(&r);
+    err = cudaErrorMemoryAllocation;
   }
   pthread_rwlock_unlock(&sc_regions_lock);
   return err == cudaSuccess ? cudaSuccess : sc_ret(err);
@@ -409,7 +638,7 @@ cudaError_t sc_host_unregister(void *ptr) {
   sc_region gone = *r;
   sc_region_remove(r);
   pthread_rwlock_unlock(&sc_regions_lock);
-  munmap(gone.alias, gone.hull_len);
+  sc_reach_drop(&gone);
   sc_unpin_return_delay();
   return cudaSuccess;
 }

@@ -2,10 +2,14 @@
  * does, never through the CPU's page protections: a copy into, and a kernel writing to, a
  * PROT_NONE pinned range both complete, for cudaHostAlloc memory, registered private anonymous
  * memory and registered MAP_SHARED memory; a copy across two adjacent, separately registered
- * ranges is translated piecewise; unregistering drops the alias. */
+ * ranges is translated piecewise; unregistering drops the alias. Registered private memory is
+ * left as the driver leaves it (private, the same mapping, also across fork), and reached
+ * through its pinned pages. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <simcuda_kernel.h>
@@ -146,6 +150,128 @@ Test(dma, registered_read_only_mapping) {
   launch_fill(p, 16, 0x44, 0);
   CK(cudaDeviceSynchronize());
   cr_assert_eq(p[0], 0x44);
+  CK(cudaHostUnregister(p));
+  munmap(p, N);
+}
+
+/* The /proc/self/maps line of the mapping that holds p (empty when none). */
+static void maps_line(const void *p, char *out, size_t cap) {
+  FILE *f = fopen("/proc/self/maps", "re");
+  cr_assert(f);
+  char line[512];
+  out[0] = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo <= (uintptr_t)p && (uintptr_t)p < hi) {
+      snprintf(out, cap, "%s", line);
+      break;
+    }
+  }
+  fclose(f);
+}
+
+/* As the driver leaves it: registering private anonymous memory changes nothing the CPU can see
+ * in /proc/self/maps (no memfd, no MAP_SHARED, no split), during and after; and the device still
+ * reaches it while it is PROT_NONE (exercise_protected), through the pins. */
+Test(dma, registered_private_mapping_unchanged) {
+  unsigned char *p = mmap(NULL, 3 * N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  cr_assert_neq(p, MAP_FAILED);
+  memset(p, 7, 3 * N);
+  CK(cudaFree(NULL));
+  char before[512], during[512], after[512];
+  maps_line(p + N, before, sizeof before);
+  CK(cudaHostRegister(p + N, N, 0));
+  maps_line(p + N, during, sizeof during);
+  cr_assert_str_eq(during, before, "cudaHostRegister changed the mapping");
+  cr_assert_eq(strstr(during, "memfd"), NULL);
+  exercise_protected(p + N);
+  maps_line(p + N, during, sizeof during);
+  cr_assert_str_eq(during, before, "the device's copies changed the mapping");
+  CK(cudaHostUnregister(p + N));
+  maps_line(p + N, after, sizeof after);
+  cr_assert_str_eq(after, before);
+  cr_assert_eq(p[0], 7, "the neighbours are untouched");
+  cr_assert_eq(p[3 * N - 1], 7);
+  munmap(p, 3 * N);
+}
+
+/* Registered private memory stays private across fork: a child's store is its own, and the
+ * parent's pinned page stays the parent's, so the device's later copy lands where the parent
+ * reads. */
+Test(dma, registered_private_fork) {
+  unsigned char *p = mmap(NULL, N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  cr_assert_neq(p, MAP_FAILED);
+  memset(p, 1, N);
+  CK(cudaHostRegister(p, N, 0));
+  pid_t child = fork();
+  if (child == 0) {
+    p[0] = 0xee; /* never calls CUDA */
+    _exit(p[0] == 0xee ? 0 : 1);
+  }
+  int status;
+  cr_assert_eq(waitpid(child, &status, 0), child);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  cr_assert_eq(p[0], 1, "the child's store reached the parent: the mapping is shared");
+  unsigned char *dev;
+  CK(cudaMalloc((void **)&dev, N));
+  CK(cudaMemset(dev, 0x3c, N));
+  CK(cudaMemcpy(p, dev, N, cudaMemcpyDeviceToHost));
+  cr_assert_eq(p[0], 0x3c, "the device wrote a page the parent no longer sees");
+  cr_assert_eq(p[N - 1], 0x3c);
+  CK(cudaHostUnregister(p));
+  CK(cudaFree(dev));
+  munmap(p, N);
+}
+
+/* A kernel body's view of registered private memory: what it writes lands, and what the CPU
+ * wrote meanwhile to other bytes of the same page survives. */
+SIMCUDA_KERNEL(wait_then_fill, sizeof(unsigned char *), sizeof(volatile int *)) {
+  unsigned char *dst = simcuda_dma(*(unsigned char **)launch->args[0]);
+  volatile int *go = *(volatile int **)launch->args[1]; /* pageable: the CPU's own */
+  go[1] = 1; /* the view is taken */
+  while (!go[0]) usleep(100);
+  memset(dst, 0x44, 16);
+}
+
+Test(dma, kernel_view_of_private_memory) {
+  unsigned char *p = mmap(NULL, N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  cr_assert_neq(p, MAP_FAILED);
+  memset(p, 1, N);
+  CK(cudaHostRegister(p, N, 0));
+  static volatile int go[2];
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  void *a0 = p;
+  volatile int *a1 = go;
+  void *args[] = {&a0, &a1};
+  CK(cudaLaunchKernel((const void *)wait_then_fill, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, s));
+  while (!go[1]) usleep(100);
+  p[100] = 9; /* the CPU's store to the same page, while the kernel runs */
+  go[0] = 1;
+  CK(cudaStreamSynchronize(s));
+  cr_assert_eq(p[0], 0x44);
+  cr_assert_eq(p[15], 0x44);
+  cr_assert_eq(p[16], 1);
+  cr_assert_eq(p[100], 9, "the kernel's write-back undid the CPU's store");
+  CK(cudaHostUnregister(p));
+  CK(cudaStreamDestroy(s));
+  munmap(p, N);
+}
+
+/* Where io_uring is unavailable (here: SIMCUDA_IO_URING=0), registered private memory falls back
+ * to shared memfd pages, and the device still reaches it while it is PROT_NONE. */
+static void no_io_uring(void) { setenv("SIMCUDA_IO_URING", "0", 1); }
+
+Test(dma, private_memfd_fallback, .init = no_io_uring) {
+  unsigned char *p = mmap(NULL, N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  cr_assert_neq(p, MAP_FAILED);
+  memset(p, 7, N);
+  CK(cudaHostRegister(p, N, 0));
+  char line[512];
+  maps_line(p, line, sizeof line);
+  cr_assert_neq(strstr(line, "memfd:simcuda-pinned"), NULL, "%s", line);
+  cr_assert_eq(p[N - 1], 7, "contents survive the swap");
+  exercise_protected(p);
   CK(cudaHostUnregister(p));
   munmap(p, N);
 }

@@ -2,8 +2,9 @@
  * cuStreamBatchMemOp_v2, and their _ptsz variants). Each runs in its stream's order as the device
  * would: a write stores its value when the work before it is done; a wait holds the stream until
  * the word at its address satisfies the condition, which another stream, a kernel or the CPU
- * may bring about. Both reach host memory as a DMA engine does (simcuda_dma: the pinned range's
- * own mapping, whatever protection the CPU's view has). A wait polls every 50 us and gives up
+ * may bring about. Both reach host memory as a DMA engine does (sc_dma_load_word and
+ * sc_dma_store_word: through the pinned range's alias or its pins, whatever protection the CPU's
+ * view has). A wait polls every 50 us and gives up
  * after SIMCUDA_WAIT_VALUE_MAX_S seconds (default 60; a real device would wait forever), so that
  * a broken test ends. Not in cuGetProcAddress's table: reached by name (dlsym) only. */
 #include <stdint.h>
@@ -39,23 +40,18 @@ static int satisfied(const memop_t *m, uint64_t now) {
   }
 }
 
-static uint64_t load(const memop_t *m, const volatile void *p) {
-  return m->wide ? __atomic_load_n((const volatile uint64_t *)p, __ATOMIC_ACQUIRE)
-                 : __atomic_load_n((const volatile uint32_t *)p, __ATOMIC_ACQUIRE);
-}
-
 static void run_memop(void *arg) {
   memop_t *m = arg;
-  void *p = simcuda_dma((const void *)(uintptr_t)m->addr);
+  void *p = (void *)(uintptr_t)m->addr;
+  size_t size = m->wide ? 8 : 4;
   if (m->write) {
-    if (m->wide) __atomic_store_n((volatile uint64_t *)p, m->value, __ATOMIC_RELEASE);
-    else __atomic_store_n((volatile uint32_t *)p, (uint32_t)m->value, __ATOMIC_RELEASE);
+    sc_dma_store_word(p, m->value, size);
   } else {
     const char *env = getenv("SIMCUDA_WAIT_VALUE_MAX_S");
     long max_s = env ? atol(env) : 60;
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (!satisfied(m, load(m, p))) {
+    while (!satisfied(m, sc_dma_load_word(p, size))) {
       clock_gettime(CLOCK_MONOTONIC, &now);
       if (now.tv_sec - t0.tv_sec >= max_s) break;
       usleep(50);
