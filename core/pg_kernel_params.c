@@ -117,7 +117,7 @@ const pg_kparams_t *pg_kparams_get_slow(const void *func, pg_kparams_describe_fn
  * it) of each parameter; words below 4096 are counts, flags or NULL, never host addresses, and
  * a word in no granule of pinned memory (pg_pinmap.h: one load) cannot point into a region: the
  * launch then has no span for it, and a launch with none captures no stack and records nothing
- * (pg_shim_launch_tracked). */
+ * (PG_LAUNCH_BODY, shim/pg_shim.h). */
 /* Candidates: the words that may point into pinned memory (pg_pinmap_maybe), in parameter
  * order. A word is appended unconditionally and kept by advancing the count, so the common
  * word costs no store branch. */
@@ -145,12 +145,11 @@ __attribute__((noinline)) static void scan_layout(cands_t *c, const pg_kparams_t
   }
 }
 
-/* The common kernel, all of whose parameters are pointer-sized words: four at a time, with one
- * branch for the four granule tests. */
-static inline __attribute__((always_inline)) void scan_each(cands_t *c, int n,
+/* The common kernel, all of whose parameters are pointer-sized words, from word i on: four at a
+ * time, with one branch for the four granule tests. */
+static inline __attribute__((always_inline)) void scan_each(cands_t *c, int i, int n,
                                                             void *const *args) {
   const _Atomic uint16_t *map = pg_pinmap_count;
-  int i = 0;
   for (; i + 4 <= n; i += 4) {
     const uintptr_t *a = args[i], *b = args[i + 1], *d = args[i + 2], *e = args[i + 3];
     if (__builtin_expect(!a || !b || !d || !e, 0)) break;
@@ -172,16 +171,55 @@ static inline __attribute__((always_inline)) void scan_each(cands_t *c, int n,
   }
 }
 
-size_t pg_kparams_candidates(const pg_kparams_t *kp, void *const *args, uintptr_t *out,
-                             size_t cap) {
+/* The quick reject of pg_kparams_first_candidate for a kernel all of whose parameters are
+ * pointer-sized words: only the granule counts are kept (no word stays live), so a word costs
+ * its two loads, the granule's shift and mask, the count's load and one OR; one branch per four
+ * words. Returns the first word of the group of four holding a candidate, or n. */
+static inline __attribute__((always_inline)) int first_each(int n, void *const *args) {
+  const _Atomic uint16_t *map = pg_pinmap_count;
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const uintptr_t *a = args[i], *b = args[i + 1], *d = args[i + 2], *e = args[i + 3];
+    if (__builtin_expect(!a || !b || !d || !e, 0)) break;
+    unsigned any = atomic_load_explicit(&map[pg_pinmap_granule(*a)], memory_order_relaxed) |
+                   atomic_load_explicit(&map[pg_pinmap_granule(*b)], memory_order_relaxed) |
+                   atomic_load_explicit(&map[pg_pinmap_granule(*d)], memory_order_relaxed) |
+                   atomic_load_explicit(&map[pg_pinmap_granule(*e)], memory_order_relaxed);
+    if (__builtin_expect(any != 0, 0)) return i;
+  }
+  for (; i < n; i++) {
+    const uintptr_t *a = args[i];
+    if (a && atomic_load_explicit(&map[pg_pinmap_granule(*a)], memory_order_relaxed)) return i;
+  }
+  return n;
+}
+
+int pg_kparams_first_candidate(const pg_kparams_t *kp, void *const *args) {
+  if (__builtin_expect(!args, 0)) return kp->nwords; /* nothing to read */
+  if (__builtin_expect(kp->one_word_each, 1)) return first_each(kp->nwords, args);
+  if (kp->nwords < 0) return 0; /* no word list: pg_kparams_candidates walks the layout */
+  const _Atomic uint16_t *map = pg_pinmap_count;
+  for (int w = 0; w < kp->nwords; w++) {
+    const char *val = args[kp->word[w] >> 16];
+    if (__builtin_expect(val == NULL, 0)) continue;
+    uintptr_t word;
+    memcpy(&word, val + (kp->word[w] & 0xffff), sizeof word);
+    if (atomic_load_explicit(&map[pg_pinmap_granule(word)], memory_order_relaxed)) return w;
+  }
+  return kp->nwords;
+}
+
+size_t pg_kparams_candidates_from(const pg_kparams_t *kp, void *const *args, int first,
+                                  uintptr_t *out, size_t cap) {
   cands_t c = {out, 0, cap};
   if (!args || kp->nparams <= 0) return 0;
+  if (first < 0) first = 0;
   if (kp->one_word_each) {
-    scan_each(&c, kp->nwords, args);
+    scan_each(&c, first, kp->nwords, args);
   } else if (kp->nwords < 0) {
     scan_layout(&c, kp, args);
   } else {
-    for (int w = 0; w < kp->nwords; w++) {
+    for (int w = first; w < kp->nwords; w++) {
       const char *val = args[kp->word[w] >> 16];
       if (__builtin_expect(val == NULL, 0)) continue;
       uintptr_t word;
@@ -190,6 +228,11 @@ size_t pg_kparams_candidates(const pg_kparams_t *kp, void *const *args, uintptr_
     }
   }
   return c.n;
+}
+
+size_t pg_kparams_candidates(const pg_kparams_t *kp, void *const *args, uintptr_t *out,
+                             size_t cap) {
+  return pg_kparams_candidates_from(kp, args, 0, out, cap);
 }
 
 void pg_kparams_add_spans(pg_op_t *op, const uintptr_t *words, size_t n) {

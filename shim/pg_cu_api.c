@@ -212,9 +212,11 @@ static int forward_launch(void *ctx) {
   PG_INTERCEPT(CUresult, name, CUfunction f, unsigned gx, unsigned gy, unsigned gz,           \
                unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s,             \
                void **params, void **extra) {                                                 \
-    cu_launch_t a = {PG_HOOK_ID_##name, f, {gx, gy, gz}, {bx, by, bz}, shmem, s, params, extra}; \
     PG_LAUNCH_BODY(CUresult, false, #name, ptsz, params ? (const void *)f : NULL,             \
-                   pg_cu_describe_kernel, params, s, forward_launch, &a);                     \
+                   pg_cu_describe_kernel, params, s,                                          \
+                   PG_FORWARD_CU(name, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra),   \
+                   forward_launch, cu_launch_t,                                               \
+                   {PG_HOOK_ID_##name, f, {gx, gy, gz}, {bx, by, bz}, shmem, s, params, extra}); \
   }
 PG_CU_LAUNCH(cuLaunchKernel, false)
 PG_CU_LAUNCH(cuLaunchKernel_ptsz, true)

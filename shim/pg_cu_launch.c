@@ -40,9 +40,10 @@ static int forward_launch_ex(void *ctx) {
 #define PG_CU_LAUNCH_EX(name, ptsz)                                                           \
   PG_INTERCEPT(CUresult, name, const CUlaunchConfig *config, CUfunction f, void **params,     \
                void **extra) {                                                                \
-    cu_launch_ex_t a = {PG_HOOK_ID_##name, config, f, params, extra};                         \
     PG_LAUNCH_BODY(CUresult, !config, #name, ptsz, params ? (const void *)f : NULL,           \
-                   pg_cu_describe_kernel, params, config->hStream, forward_launch_ex, &a);    \
+                   pg_cu_describe_kernel, params, config->hStream,                            \
+                   PG_FORWARD_CU(name, config, f, params, extra), forward_launch_ex,          \
+                   cu_launch_ex_t, {PG_HOOK_ID_##name, config, f, params, extra});            \
   }
 PG_CU_LAUNCH_EX(cuLaunchKernelEx, false)
 PG_CU_LAUNCH_EX(cuLaunchKernelEx_ptsz, true)
@@ -69,9 +70,11 @@ static int forward_launch_coop(void *ctx) {
   PG_INTERCEPT(CUresult, name, CUfunction f, unsigned gx, unsigned gy, unsigned gz,           \
                unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s,             \
                void **params) {                                                               \
-    cu_launch_coop_t a = {PG_HOOK_ID_##name, f, {gx, gy, gz}, {bx, by, bz}, shmem, s, params}; \
     PG_LAUNCH_BODY(CUresult, false, #name, ptsz, params ? (const void *)f : NULL,             \
-                   pg_cu_describe_kernel, params, s, forward_launch_coop, &a);                \
+                   pg_cu_describe_kernel, params, s,                                          \
+                   PG_FORWARD_CU(name, f, gx, gy, gz, bx, by, bz, shmem, s, params),          \
+                   forward_launch_coop, cu_launch_coop_t,                                     \
+                   {PG_HOOK_ID_##name, f, {gx, gy, gz}, {bx, by, bz}, shmem, s, params});     \
   }
 PG_CU_LAUNCH_COOP(cuLaunchCooperativeKernel, false)
 PG_CU_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz, true)

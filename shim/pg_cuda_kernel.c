@@ -45,18 +45,19 @@ static bool describe(const void *func, pg_kparams_t *kp) {
 }
 
 /* A launch that may touch pinned memory (or whose parameters are unknown): the op, its
- * decisions and the forward. Out of line, so that the common launch keeps a small frame. */
-__attribute__((noinline)) static int launch_op(const char *api, bool ptsz, const void *func,
-                                               const pg_kparams_t *kp, void **args,
-                                               const uintptr_t *words, size_t nwords,
-                                               cudaStream_t s, const pg_stack_site_t *site,
-                                               int (*fwd)(void *), void *fwd_ctx) {
+ * decisions and the forward. Out of line, so that the common launch (PG_LAUNCH_BODY's quick
+ * reject) keeps a small frame. */
+int pg_shim_launch_op(const char *api, bool ptsz, const void *func, const pg_kparams_t *kp,
+                      int first, void **args, cudaStream_t s, const pg_stack_site_t *site,
+                      int (*fwd)(void *), void *fwd_ctx) {
   pg_op_t op;
   pg_op_begin_kernel(&op, api, func, s, ptsz);
   op.site = *site; /* captured only if a parameter points into pinned memory */
-  if (words) {
+  if (kp && kp->nparams > 0) {
+    uintptr_t words[PG_OP_MAX_SPANS];
     op.what = kp->name;
-    pg_kparams_add_spans(&op, words, nwords);
+    pg_kparams_add_spans(&op, words,
+                         pg_kparams_candidates_from(kp, args, first, words, PG_OP_MAX_SPANS));
   } else {
     pg_kparams_build_op(&op, kp, args); /* no layout: counted unscanned */
   }
@@ -64,30 +65,6 @@ __attribute__((noinline)) static int launch_op(const char *api, bool ptsz, const
   int err = fwd(fwd_ctx);
   if (err == 0 && op.nspans) pg_decide_after_op(&op);
   else if (err == 0 && op.stream == 0) pg_decide_untracked_op(0); /* legacy ordering */
-  return err;
-}
-
-int pg_shim_launch_tracked(const char *api, bool ptsz, const void *func,
-                           pg_kparams_describe_fn describe, void **args, cudaStream_t s,
-                           const pg_stack_site_t *site, int (*fwd)(void *), void *fwd_ctx) {
-  pg_reentry_t r = pg_shim_enter();
-  /* func NULL: a handle we never saw made */
-  const pg_kparams_t *kp = func ? pg_kparams_get(func, describe) : NULL;
-  int err;
-  if (__builtin_expect(kp && kp->nparams > 0, 1)) {
-    uintptr_t words[PG_OP_MAX_SPANS];
-    size_t n = pg_kparams_candidates(kp, args, words, PG_OP_MAX_SPANS);
-    if (__builtin_expect(n == 0, 1)) {
-      /* No parameter can point into pinned memory: nothing to capture, check or record. */
-      err = fwd(fwd_ctx);
-      if (err == 0 && pg_stream_of(s, ptsz) == 0) pg_decide_untracked_op(0); /* legacy */
-    } else {
-      err = launch_op(api, ptsz, func, kp, args, words, n, s, site, fwd, fwd_ctx);
-    }
-  } else {
-    err = launch_op(api, ptsz, func, kp, args, NULL, 0, s, site, fwd, fwd_ctx);
-  }
-  pg_shim_leave(r);
   return err;
 }
 
@@ -111,8 +88,9 @@ static int forward_launch(void *ctx) {
 #define PG_LAUNCH_KERNEL(name, ptsz)                                                          \
   PG_INTERCEPT(cudaError_t, name, const void *func, dim3 grid, dim3 block, void **args,       \
                size_t shmem, cudaStream_t s) {                                                \
-    launch_args_t a = {PG_HOOK_ID_##name, func, grid, block, args, shmem, s};                 \
-    PG_LAUNCH_BODY(cudaError_t, false, #name, ptsz, func, describe, args, s, forward_launch, &a); \
+    PG_LAUNCH_BODY(cudaError_t, false, #name, ptsz, func, describe, args, s,                  \
+                   PG_FORWARD(name, func, grid, block, args, shmem, s), forward_launch,       \
+                   launch_args_t, {PG_HOOK_ID_##name, func, grid, block, args, shmem, s});    \
   }
 PG_LAUNCH_KERNEL(cudaLaunchKernel, false)
 PG_LAUNCH_KERNEL(cudaLaunchKernel_ptsz, true)
@@ -148,9 +126,10 @@ static int forward_launch_handle(void *ctx) {
 #define PG_LAUNCH_HANDLE(name, ptsz)                                                          \
   PG_INTERCEPT(cudaError_t, name, cudaKernel_t k, dim3 grid, dim3 block, void **args,         \
                size_t shmem, cudaStream_t s) {                                                \
-    launch_handle_args_t a = {PG_HOOK_ID_##name, k, grid, block, args, shmem, s};             \
     PG_LAUNCH_BODY(cudaError_t, false, #name, ptsz, pg_kparams_func_of_handle(k), describe,   \
-                   args, s, forward_launch_handle, &a);                                       \
+                   args, s, PG_FORWARD(name, k, grid, block, args, shmem, s),                 \
+                   forward_launch_handle, launch_handle_args_t,                               \
+                   {PG_HOOK_ID_##name, k, grid, block, args, shmem, s});                      \
   }
 PG_LAUNCH_HANDLE(__cudaLaunchKernel, false)
 PG_LAUNCH_HANDLE(__cudaLaunchKernel_ptsz, true)
@@ -173,9 +152,9 @@ static int forward_launch_ex(void *ctx) {
 #define PG_LAUNCH_KERNEL_EX(name, ptsz)                                                       \
   PG_INTERCEPT(cudaError_t, name, const cudaLaunchConfig_t *config, const void *func,         \
                void **args) {                                                                 \
-    launch_ex_args_t a = {PG_HOOK_ID_##name, config, func, args};                             \
     PG_LAUNCH_BODY(cudaError_t, !config, #name, ptsz, func, describe, args, config->stream,   \
-                   forward_launch_ex, &a);                                                    \
+                   PG_FORWARD(name, config, func, args), forward_launch_ex, launch_ex_args_t, \
+                   {PG_HOOK_ID_##name, config, func, args});                                  \
   }
 PG_LAUNCH_KERNEL_EX(cudaLaunchKernelExC, false)
 PG_LAUNCH_KERNEL_EX(cudaLaunchKernelExC_ptsz, true)

@@ -23,6 +23,7 @@
 
 #include "pg_guard.h"
 #include "pg_intercept.h"
+#include "pg_safeload.h"
 #include "pg_shim.h"
 #include "pg_tls.h"
 #include "pg_page.h"
@@ -228,6 +229,9 @@ static void settle_on_own_stack(fault_t *f, uintptr_t interrupted_sp) {
 
 __attribute__((optimize("no-omit-frame-pointer"))) static void on_fault(int sig, siginfo_t *info,
                                                                         void *uctx) {
+  /* A safe load's fault (pg_safeload.h: pinguard reading another runtime's data, a Python
+   * frame chain) resumes at the load's failure label: first, before anything else is asked. */
+  if (sig != SIGTRAP && info->si_code > 0 && pg_safeload_fixup(uctx)) return;
   int saved_errno = errno;
   ucontext_t *uc = uctx;
   if (sig == SIGTRAP) {
@@ -281,6 +285,7 @@ void pg_signal_install(bool single_steps) {
   sigemptyset(&ours.sa_mask);
   for (int i = 0; i < nguarded; i++)
     real_sigaction()(guarded_signals[i], &ours, &app_action[i]);
+  pg_safeload_arm(); /* on_fault asks pg_safeload_fixup first */
 }
 
 /* ---- interposers ------------------------------------------------------------------------------ */

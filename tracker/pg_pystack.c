@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "pg_safeload.h"
 #include "pg_stack.h"
 
 /* ---- per-version layout ---------------------------------------------------------------------
@@ -89,8 +90,11 @@ typedef struct reader {
   unsigned char data[SLOTS][BLOCK];
 } reader_t;
 
-static bool plausible(uintptr_t p) {
-  return p >= 4096 && p < ((uintptr_t)1 << 47) && !(p & 7);
+/* 4096 <= p < 2^47 and 8-aligned: p - 4096 rotated right by 3 bits is below the range's
+ * eighth exactly when both hold (a low bit set lands in the top bits). */
+static inline bool plausible(uintptr_t p) {
+  uintptr_t d = p - 4096;
+  return ((d >> 3) | (d << 61)) < ((((uintptr_t)1 << 47) - 4096) >> 3);
 }
 
 __attribute__((noinline)) static void reader_init(reader_t *r) {
@@ -233,6 +237,106 @@ static void walk(const layout_t *L, reader_t *r, uintptr_t ts, pg_stack_t *out) 
   out->py_depth = (uint8_t)n;
 }
 
+/* The same walk with safe loads (pg_safeload.h): no system call, and only the fields used are
+ * read (code, link, instruction, and the owner byte's word where the layout has shim frames),
+ * where walk() copies the frame's first f_size bytes. Inlined once per layout (walk_direct),
+ * so that every offset is a constant and each load one instruction. A fault in any load ends
+ * the walk with the frames found so far. The frames found are walk()'s for any chain whose
+ * frames are readable (a garbage frame that straddles into an unreadable page beyond the fields
+ * used is taken here, not there: its fields were read without harm). */
+#if PG_SAFELOAD_AVAILABLE
+/* The offsets that walk_direct_with relies on: every word read within the frame's f_size
+ * bytes, FRAMEOBJ's f_lasti 8-aligned (its low half read). */
+static inline bool layout_fits_direct(const layout_t *L) {
+  if (L->f_code + 8 > L->f_size || L->f_back + 8 > L->f_size || L->f_instr + 8 > L->f_size)
+    return false;
+  if (L->f_owner >= 0 && ((unsigned)L->f_owner & ~7u) + 8 > L->f_size) return false;
+  return L->shape != SHAPE_FRAMEOBJ || (L->f_instr % 8) == 0;
+}
+
+static inline __attribute__((always_inline)) bool walk_direct_with(const layout_t *L, uintptr_t ts,
+                                                                   pg_stack_t *out) {
+  if (!layout_fits_direct(L)) return false; /* a constant here */
+  size_t n = out->py_depth;
+  uintptr_t frame, code, back, instr;
+  if (!plausible(ts)) return true;
+  PG_SAFELOAD(ts + L->ts_frame, frame, fault_top);
+  if (L->shape == SHAPE_CFRAME) {
+    if (!plausible(frame)) return true;
+    PG_SAFELOAD(frame + L->cf_current, frame, fault_top);
+  }
+  /* Bounded as walk() is: 4 * PG_PYSTACK_MAX frames looked at, PG_PYSTACK_MAX kept. */
+  for (unsigned left = 4 * PG_PYSTACK_MAX; left && n < PG_PYSTACK_MAX; left--) {
+    if (!plausible(frame)) break; /* a null link (the chain's end) included */
+    PG_SAFELOAD(frame + L->f_code, code, fault);
+    PG_SAFELOAD(frame + L->f_back, back, fault);
+    PG_SAFELOAD(frame + L->f_instr, instr, fault);
+    bool shim = false;
+    if (L->f_owner >= 0 && L->owner_cstack >= 0) {
+      uintptr_t word; /* the aligned word holding the owner byte (little-endian) */
+      PG_SAFELOAD(frame + ((unsigned)L->f_owner & ~7u), word, fault);
+      shim = (signed char)(word >> (8 * ((unsigned)L->f_owner & 7))) == (signed char)L->owner_cstack;
+    }
+    if (!shim && plausible(code)) {
+      int64_t off;
+      if (L->shape == SHAPE_FRAMEOBJ) {
+        int32_t lasti = (int32_t)(uint32_t)instr; /* little-endian: the word's low half */
+        off = lasti < 0 ? -1 : (L->lasti_units ? (int64_t)lasti * 2 : lasti);
+        if (off > INT32_MAX) off = -1;
+      } else {
+        /* walk()'s -1 below start - 2 or above INT32_MAX, as one unsigned compare */
+        uintptr_t d = instr - (code + L->co_code - 2);
+        off = d > (uintptr_t)INT32_MAX + 2 ? -1 : (int64_t)d - 2;
+      }
+      out->py_code[n] = (const void *)code;
+      out->py_offset[n] = (int32_t)off;
+      n++;
+    }
+    if (back == frame) break;
+    frame = back;
+  }
+fault:
+  out->py_depth = (uint8_t)n;
+  return true;
+fault_top:
+  return true;
+}
+
+#define NLAYOUTS (sizeof layouts / sizeof layouts[0])
+_Static_assert(NLAYOUTS == 5, "walk_direct has a case per layout");
+
+/* walk_direct_with for the layout in use, its offsets constants. False: this layout's fields
+ * are not where the direct walk can read them (none of the table's today), nothing done. */
+__attribute__((noinline)) static bool walk_direct(const layout_t *L, uintptr_t ts,
+                                                  pg_stack_t *out) {
+  switch (L - layouts) {
+    case 0: return walk_direct_with(&layouts[0], ts, out);
+    case 1: return walk_direct_with(&layouts[1], ts, out);
+    case 2: return walk_direct_with(&layouts[2], ts, out);
+    case 3: return walk_direct_with(&layouts[3], ts, out);
+    case 4: return walk_direct_with(&layouts[4], ts, out);
+    default: return false;
+  }
+}
+#endif
+
+/* walk() with a fresh reader: out of line, for the reader's 4 KiB. */
+__attribute__((noinline)) static void walk_copied(const layout_t *L, uintptr_t ts,
+                                                  pg_stack_t *out) {
+  reader_t r;
+  reader_init(&r);
+  walk(L, &r, ts, out);
+}
+
+/* The walk of the thread state ts, with safe loads where they are armed, else through the
+ * reader (process_vm_readv). */
+static inline void walk_any(const layout_t *L, uintptr_t ts, pg_stack_t *out) {
+#if PG_SAFELOAD_AVAILABLE
+  if (__builtin_expect(pg_safeload_ready(), 1) && walk_direct(L, ts, out)) return;
+#endif
+  walk_copied(L, ts, out);
+}
+
 static void capture_with(const layout_t *L, pg_stack_t *out);
 
 /* Most processes are not Python: one load and out, with the reader's frame out of line. */
@@ -249,9 +353,7 @@ __attribute__((noinline)) static void capture_with(const layout_t *L, pg_stack_t
    * (faulthandler relies on the same from its signal handler). */
   uintptr_t ts = (uintptr_t)g_this_thread_state();
   if (!ts) return;
-  reader_t r;
-  reader_init(&r);
-  walk(L, &r, ts, out);
+  walk_any(L, ts, out);
 }
 
 void pg_pystack_capture_now(pg_stack_t *out) {
@@ -265,9 +367,7 @@ void pg_pystack_capture_from_tstate(pg_stack_t *out, unsigned version, const voi
   for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
     if (layouts[i].version != version) continue;
     if (atomic_load(&g_pid) == 0) atomic_store(&g_pid, getpid());
-    reader_t r;
-    reader_init(&r);
-    walk(&layouts[i], &r, (uintptr_t)tstate, out);
+    walk_any(&layouts[i], (uintptr_t)tstate, out);
   }
 }
 

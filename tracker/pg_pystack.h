@@ -1,8 +1,13 @@
 /* pg_pystack.h: the Python frames of the calling thread, for processes running CPython 3.9 to
  * 3.13. Capture copies (code object, instruction offset) pairs into the stack record and is safe
  * anywhere, the guard-fault handler included: it takes no lock, allocates nothing, never takes
- * the GIL, and reads the interpreter's memory only through a copy that cannot fault. Names and
- * lines are resolved when a report is printed (pg_pystack_resolve), the same way. */
+ * the GIL, and reads the interpreter's memory only through loads that cannot bring the process
+ * down: where pinguard's fault handler is installed (pg_safeload.h: guard pages on, the
+ * default), each load of the frame chain is one instruction whose fault the handler turns into
+ * the end of the walk, with no system call; elsewhere through process_vm_readv on the process's
+ * own pid, which fails instead of faulting (a few system calls per capture). Both give the same
+ * frames. Names and lines are resolved when a report is printed (pg_pystack_resolve), through
+ * process_vm_readv. */
 #ifndef PG_PYSTACK_H
 #define PG_PYSTACK_H
 

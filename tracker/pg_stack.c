@@ -85,9 +85,34 @@ static __thread struct {
   uint32_t number;
   bool ready; /* known == 1 and number given: pg_stack_capture_here's one test */
 } t_cap;
-/* The break points, in a per-thread block mapped on first use (pg_tls.h): NULL (no memory)
- * means none is known, and a broken walk is redone each time. */
-static uintptr_t *dead_ends(void) { return pg_tls_get(PG_TLS_STACK_ENDS, DEAD_ENDS * sizeof(uintptr_t)); }
+/* The tail memo: the last walk the cached unwinder made from a broken frame-pointer walk, in
+ * this thread, with the stack words it read (pg_unwind_log_t). A capture that breaks at the same
+ * frame, with the same registers and the same words on the stack, gets the same frames: they
+ * are copied instead of unwound again (a loop calling the API from one place, in code without
+ * frame pointers, checks a few words instead of unwinding a few frames). Every word it checks
+ * was within this thread's stack bounds when the walk read it. Written only by this thread,
+ * with pinguard's reentrancy guard held (no capture nests in one that is writing it). */
+typedef struct tail_memo {
+  uintptr_t pc, sp, fp;   /* the walk's registers */
+  unsigned from, to, max; /* it recorded out->pc[from, to), under max; max 0: empty */
+  uint8_t end;            /* its pg_unwind_end_t */
+  bool only_end;
+  void *tail[PG_STACK_MAX];
+  pg_unwind_log_t log;
+} tail_memo_t;
+
+/* The break points and the tail memo, in a per-thread block mapped on first use (pg_tls.h):
+ * NULL (no memory) means none is known, and a broken walk is redone each time. The break
+ * points come first: the block's address is the table's. */
+typedef struct stack_block {
+  uintptr_t ends[DEAD_ENDS];
+  tail_memo_t memo;
+} stack_block_t;
+static stack_block_t *stack_block(void) { return pg_tls_get(PG_TLS_STACK_ENDS, sizeof(stack_block_t)); }
+static uintptr_t *dead_ends(void) {
+  stack_block_t *b = stack_block();
+  return b ? b->ends : NULL;
+}
 
 static unsigned dead_end_slot(uintptr_t ret) { return (unsigned)((ret >> 4) ^ (ret >> 12)) % DEAD_ENDS; }
 
@@ -221,6 +246,48 @@ __attribute__((noinline)) static unsigned redo_walk(pg_stack_t *out, unsigned n,
   return n;
 }
 
+/* tail_from_memo's answer when the memo does not hold (no pg_unwind_end_t). */
+#define PG_UNWIND_NO_MEMO ((pg_unwind_end_t)-1)
+
+/* The memo's walk, if it was made from r with out->pc[n] next under max_depth and the stack
+ * still holds every word it read: its frames copied to out->pc[n..*m), its ending returned.
+ * Else PG_UNWIND_NO_MEMO, out untouched. */
+static inline pg_unwind_end_t tail_from_memo(const tail_memo_t *mm, pg_unwind_regs_t r,
+                                             pg_stack_t *out, unsigned n, unsigned max_depth,
+                                             unsigned *m, bool *only_end) {
+  if (mm->pc != r.pc || mm->sp != r.sp || mm->fp != r.fp || mm->from != n ||
+      mm->max != max_depth || max_depth == 0)
+    return PG_UNWIND_NO_MEMO;
+  for (unsigned i = 0; i < mm->log.n; i++)
+    if (*(const volatile uintptr_t *)mm->log.at[i] != mm->log.val[i]) return PG_UNWIND_NO_MEMO;
+  for (unsigned i = n; i < mm->to; i++) out->pc[i] = mm->tail[i - n];
+  *m = mm->to;
+  *only_end = mm->only_end;
+  return (pg_unwind_end_t)mm->end;
+}
+
+/* The cached unwinder from r (out->pc[n] next), its walk kept in the memo (if any) when every
+ * word it read could be logged. */
+__attribute__((noinline)) static pg_unwind_end_t tail_unwind(tail_memo_t *mm, pg_unwind_regs_t r,
+                                                             pg_stack_t *out, unsigned n,
+                                                             unsigned max_depth, unsigned *m,
+                                                             bool *only_end) {
+  if (!mm)
+    return pg_unwind_continue(r, out->pc, m, max_depth, t_cap.lo, t_cap.hi,
+                              PG_UNWIND_STOP_AT_END, only_end);
+  mm->max = 0; /* empty while it is rewritten */
+  pg_unwind_end_t end = pg_unwind_continue_logged(r, out->pc, m, max_depth, t_cap.lo, t_cap.hi,
+                                                  PG_UNWIND_STOP_AT_END, only_end, &mm->log);
+  if (mm->log.n > PG_UNWIND_LOG_MAX || *m > PG_STACK_MAX) return end;
+  for (unsigned i = n; i < *m; i++) mm->tail[i - n] = out->pc[i];
+  mm->pc = r.pc, mm->sp = r.sp, mm->fp = r.fp;
+  mm->from = n, mm->to = *m;
+  mm->end = (uint8_t)end;
+  mm->only_end = *only_end;
+  mm->max = max_depth;
+  return end;
+}
+
 /* A walk of n frames broke (the frame at `at` was the last one it recorded, whose saved rbp it
  * could not follow): the rest of the stack. The cached unwinder (pg_unwind.h) reads on from that
  * frame, and only where it cannot does the C library's unwinder redo the whole capture. A break
@@ -240,8 +307,12 @@ __attribute__((noinline)) static unsigned finish_broken(pg_stack_t *out, unsigne
     pg_unwind_regs_t r = {f[1], at + 2 * sizeof(uintptr_t), f[0]};
     unsigned m = n;
     bool only_end;
-    switch (pg_unwind_continue(r, out->pc, &m, max_depth, t_cap.lo, t_cap.hi,
-                               PG_UNWIND_STOP_AT_END, &only_end)) {
+    stack_block_t *b = ends ? (stack_block_t *)ends : NULL;
+    pg_unwind_end_t end = b ? tail_from_memo(&b->memo, r, out, n, max_depth, &m, &only_end)
+                            : PG_UNWIND_NO_MEMO;
+    if (end == PG_UNWIND_NO_MEMO)
+      end = tail_unwind(b ? &b->memo : NULL, r, out, n, max_depth, &m, &only_end);
+    switch (end) {
       case PG_UNWIND_END_FRAME: *seen = last; return n;
       case PG_UNWIND_UNSUPPORTED: break;
       default:

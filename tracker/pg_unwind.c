@@ -409,9 +409,18 @@ __attribute__((noinline)) static uint64_t lookup(uintptr_t ret, bool cached_only
   return rule_for(ret);
 }
 
-pg_unwind_end_t pg_unwind_continue(pg_unwind_regs_t r, void **pc, unsigned *np, unsigned max,
-                                   uintptr_t lo, uintptr_t hi, unsigned flags, bool *only_end) {
+static inline void log_word(pg_unwind_log_t *log, uintptr_t at, uintptr_t val) {
+  if (!log) return;
+  if (log->n < PG_UNWIND_LOG_MAX) log->at[log->n] = at, log->val[log->n] = val;
+  log->n++;
+}
+
+/* Both entry points; log NULL folds away in pg_unwind_continue. */
+static inline __attribute__((always_inline)) pg_unwind_end_t
+continue_walk(pg_unwind_regs_t r, void **pc, unsigned *np, unsigned max, uintptr_t lo,
+              uintptr_t hi, unsigned flags, bool *only_end, pg_unwind_log_t *log) {
   unsigned n = *np, first = n;
+  if (log) log->n = 0;
   uint64_t all = ~(uint64_t)0; /* the rules of the frames recorded, ANDed: R_END if all are */
   uintptr_t span = hi - lo;
   pg_unwind_end_t end = PG_UNWIND_FULL;
@@ -438,6 +447,7 @@ pg_unwind_end_t pg_unwind_continue(pg_unwind_regs_t r, void **pc, unsigned *np, 
       break;
     }
     uintptr_t ret = ((const uintptr_t *)cfa)[-1];
+    log_word(log, cfa - 8, ret);
     if (rule & BIT(R_FP_SAVED)) {
       uintptr_t at = cfa + (uintptr_t)(intptr_t)(int16_t)(rule >> 32);
       if (__builtin_expect(at - lo > span - 8, 0)) {
@@ -445,6 +455,7 @@ pg_unwind_end_t pg_unwind_continue(pg_unwind_regs_t r, void **pc, unsigned *np, 
         break;
       }
       r.fp = *(const uintptr_t *)at;
+      log_word(log, at, r.fp);
     }
     if (ret == 0) {
       end = PG_UNWIND_OUTERMOST;
@@ -458,6 +469,17 @@ pg_unwind_end_t pg_unwind_continue(pg_unwind_regs_t r, void **pc, unsigned *np, 
     *only_end = n != first && end == PG_UNWIND_OUTERMOST && (all & BIT(R_END));
   *np = n;
   return end;
+}
+
+pg_unwind_end_t pg_unwind_continue(pg_unwind_regs_t r, void **pc, unsigned *np, unsigned max,
+                                   uintptr_t lo, uintptr_t hi, unsigned flags, bool *only_end) {
+  return continue_walk(r, pc, np, max, lo, hi, flags, only_end, NULL);
+}
+
+pg_unwind_end_t pg_unwind_continue_logged(pg_unwind_regs_t r, void **pc, unsigned *np,
+                                          unsigned max, uintptr_t lo, uintptr_t hi,
+                                          unsigned flags, bool *only_end, pg_unwind_log_t *log) {
+  return continue_walk(r, pc, np, max, lo, hi, flags, only_end, log);
 }
 
 void pg_unwind_stats(pg_unwind_stats_t *out) {

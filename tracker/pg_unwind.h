@@ -48,6 +48,21 @@ enum {
 pg_unwind_end_t pg_unwind_continue(pg_unwind_regs_t r, void **pc, unsigned *n, unsigned max,
                                    uintptr_t lo, uintptr_t hi, unsigned flags, bool *only_end);
 
+/* The stack words a walk read, in order: pg_unwind_continue_logged's record. A walk from the
+ * same registers over stack words that still hold the same values records the same frames and
+ * ends the same way (a frame's rule depends on its return address only), so a caller may keep
+ * one walk's result and reuse it after checking the words (pg_stack.c's tail memo). */
+#define PG_UNWIND_LOG_MAX 40
+typedef struct pg_unwind_log {
+  unsigned n; /* words read; above PG_UNWIND_LOG_MAX, the first PG_UNWIND_LOG_MAX were kept */
+  uintptr_t at[PG_UNWIND_LOG_MAX], val[PG_UNWIND_LOG_MAX];
+} pg_unwind_log_t;
+
+/* pg_unwind_continue, recording in *log (n set to 0 first) every stack word it read. */
+pg_unwind_end_t pg_unwind_continue_logged(pg_unwind_regs_t r, void **pc, unsigned *n,
+                                          unsigned max, uintptr_t lo, uintptr_t hi,
+                                          unsigned flags, bool *only_end, pg_unwind_log_t *log);
+
 /* The test behind PG_UNWIND_STOP_AT_END (pg_stack.c: the C library's entry, the interpreter's
  * loop), applied once per return address when its rule is cached. Set before the first walk. */
 void pg_unwind_set_end_test(bool (*is_end)(uintptr_t ret));

@@ -6,7 +6,9 @@
  *   - built as 3.11, whose layout pinguard reads, with a thread state whose frame chain is
  *     garbage (pointers into unmapped and protected memory, a cycle, misaligned links): reports
  *     come out whole, from the interposer and from the guard-fault handler, with no Python frame
- *     and no crash. */
+ *     and no crash;
+ *   - built as 3.11 with FAKE_TORN: the chain leads into unmapped memory, so that pinguard's
+ *     reads fault (recovered by its fault handler where its safe loads are armed). */
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -40,6 +42,14 @@ static void build_garbage(void) {
   frames[1][48 / 8] = (uintptr_t)frames[2];
   frames[2][32 / 8] = (uintptr_t)frames[3] + 3;
   frames[2][48 / 8] = (uintptr_t)frames[0]; /* a cycle */
+#ifdef FAKE_TORN
+  /* A torn chain: the third frame's link and the thread's frame pointer lead into memory that
+   * is not there and memory that may not be read. pinguard's reads of them fault, in the
+   * interposer and inside its own guard-fault handler, and its handler recovers each. */
+  frames[2][48 / 8] = (uintptr_t)gone;
+  frames[1][48 / 8] = (uintptr_t)frames[2];
+  (void)locked;
+#endif
 }
 
 __attribute__((noinline)) static void free_early(void *host) { CHECK(cudaFreeHost(host)); }

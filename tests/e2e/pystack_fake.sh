@@ -1,5 +1,5 @@
 #!/bin/sh
-# pystack_fake.sh PROGRAM unknown|garbage: runs pystack_fake.c's build under pinguard (audit,
+# pystack_fake.sh PROGRAM unknown|garbage|torn: runs pystack_fake.c's build under pinguard (audit,
 # guard pages on) and checks its reports: both violations reported with the program's own
 # native frames, no Python frame, and for an unknown version exactly one notice.
 prog=$1 what=$2

@@ -182,6 +182,63 @@ Test(kernel_params, scan_rejects_words_outside_pinned_granules) {
   cr_expect_eq(op.nspans, 2, "a region above 2^47 lets every such word through");
 }
 
+/* The launch's quick reject (pg_kparams_first_candidate) against the full scan: for kernels of
+ * 1 to 19 pointer parameters (the four-at-a-time groups and the tail), each parameter in turn
+ * pinned, a NULL argument in turn, and a layout with a parameter that is not one word: it says
+ * "none" (nwords) exactly when the scan finds no candidate, and the scan from its answer finds
+ * the same candidates as the scan from word 0. */
+static int fns_q[20];
+static void check_quick(const pg_kparams_t *kp, void **args) {
+  uintptr_t all[PG_OP_MAX_SPANS], from[PG_OP_MAX_SPANS];
+  size_t n = pg_kparams_candidates(kp, args, all, PG_OP_MAX_SPANS);
+  int first = pg_kparams_first_candidate(kp, args);
+  cr_assert(first >= 0 && first <= kp->nwords, "first %d of %d words", first, kp->nwords);
+  cr_assert_eq(first == kp->nwords, n == 0, "quick reject %d, %zu candidates", first, n);
+  size_t m = pg_kparams_candidates_from(kp, args, first, from, PG_OP_MAX_SPANS);
+  cr_assert_eq(m, n);
+  cr_assert_arr_eq(from, all, n * sizeof *all);
+}
+
+Test(kernel_params, quick_reject_agrees_with_the_scan) {
+  uintptr_t pinned = (uintptr_t)9 << 40, device = (uintptr_t)3 << 40;
+  pg_pinmap_add(pinned, pinned + 4096);
+  uintptr_t vals[20];
+  void *args[20];
+  for (int np = 1; np < 20; np++) {
+    layout_n = np;
+    for (int i = 0; i < np; i++) layout_off[i] = (uint16_t)(8 * i), layout_size[i] = 8;
+    const pg_kparams_t *kp = pg_kparams_get(&fns_q[np], fake_describe);
+    cr_assert(kp && kp->one_word_each && kp->nwords == np);
+    for (int i = 0; i < np; i++) vals[i] = device + 4096u * (unsigned)i, args[i] = &vals[i];
+    check_quick(kp, args);
+    cr_expect_eq(pg_kparams_first_candidate(kp, args), np, "%d device pointers", np);
+    for (int p = 0; p < np; p++) {
+      vals[p] = pinned + 64;
+      check_quick(kp, args);
+      cr_expect_eq(pg_kparams_first_candidate(kp, args) / 4, p / 4, "pinned at %d of %d", p, np);
+      args[p] = NULL; /* a NULL argument is skipped, the rest still read */
+      check_quick(kp, args);
+      args[p] = &vals[p];
+      vals[p] = device;
+    }
+  }
+  /* Not one word each: a 16-byte parameter between two pointers (the word list). */
+  layout_n = 3;
+  layout_off[0] = 0, layout_size[0] = 8;
+  layout_off[1] = 8, layout_size[1] = 16;
+  layout_off[2] = 24, layout_size[2] = 8;
+  const pg_kparams_t *kp = pg_kparams_get(&fn_b, fake_describe);
+  cr_assert(kp && !kp->one_word_each && kp->nwords == 4);
+  uintptr_t a = device, pair[2] = {device, pinned}, c = device;
+  void *mixed[] = {&a, pair, &c};
+  check_quick(kp, mixed);
+  cr_expect_eq(pg_kparams_first_candidate(kp, mixed), 2);
+  pair[1] = device;
+  check_quick(kp, mixed);
+  cr_expect_eq(pg_kparams_first_candidate(kp, mixed), 4);
+  cr_expect_eq(pg_kparams_first_candidate(kp, NULL), 4, "no argument array: nothing to read");
+}
+
 Test(kernel_params, handles_map_to_their_function) {
   static int h1, h2, h3;
   pg_kparams_remember_handle(&h1, &fn_a);

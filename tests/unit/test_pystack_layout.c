@@ -3,7 +3,9 @@
  * headers, it lays out a thread state and a frame chain with the real types (so every offset in
  * tracker/pg_pystack.c's table is checked against the headers), and checks that the reader
  * returns each frame's code object and instruction offset, skips shim frames, and stops without
- * a crash on corrupt chains: unmapped and protected memory, misaligned pointers, cycles.
+ * a crash on corrupt chains: unmapped and protected memory, misaligned pointers, cycles. Every
+ * check runs twice: through process_vm_readv, and through the safe loads a fault handler
+ * recovers (pg_safeload.h, pinguard's path where its handler is installed).
  * A plain program (no Criterion): it also runs under ThreadSanitizer. */
 #define Py_BUILD_CORE 1
 #include <Python.h>
@@ -13,12 +15,14 @@
 #include "internal/pycore_frame.h"
 #endif
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "pg_pystack.h"
+#include "pg_safeload.h"
 #include "pg_stack.h"
 
 #define VERSION ((unsigned)(PY_MAJOR_VERSION << 8 | PY_MINOR_VERSION))
@@ -106,8 +110,43 @@ static void capture(pg_stack_t *st, const void *tstate) {
   pg_pystack_capture_from_tstate(st, VERSION, tstate);
 }
 
+/* The second pass: the reader's safe loads (pg_safeload.h) with a fault handler that recovers
+ * them, as pinguard's own does first thing; any other fault is a failure of the test. */
+static volatile int recovered;
+static void on_fault(int sig, siginfo_t *info, void *uctx) {
+  (void)info;
+  if (pg_safeload_fixup(uctx)) {
+    recovered++;
+    return;
+  }
+  signal(sig, SIG_DFL); /* not a safe load's: die of it */
+}
+
+static void checks(const char *pass);
+
 int main(void) {
+  checks("process_vm_readv");
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_fault;
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, NULL);
+  sigaction(SIGBUS, &sa, NULL);
+  pg_safeload_arm();
+  checks("safe loads");
+  /* The corrupt chains above fault in the second pass (unmapped and protected frames): each
+   * fault was a safe load's, recovered, and the walk ended where the first pass ended it. */
+  if (PG_SAFELOAD_AVAILABLE) CHECK(recovered >= 6, "%d faults recovered, want 6 or more", recovered);
+  if (failures) return 1;
+  printf("ok: CPython %s layout, %d frames, both readers (%d faults recovered)\n", PY_VERSION, N,
+         recovered);
+  return 0;
+}
+
+static void checks(const char *pass) {
   pg_stack_t st;
+  fprintf(stderr, "pass: %s\n", pass);
   CHECK(pg_pystack_known_version(VERSION), "version 0x%x is not in the table", VERSION);
 
   /* A whole chain: every frame, innermost first, with its offset. */
@@ -174,7 +213,4 @@ int main(void) {
   CHECK(st.py_depth == 0 && !pg_pystack_known_version(0x0308), "3.8 is not known");
 
   munmap(locked, (size_t)page);
-  if (failures) return 1;
-  printf("ok: CPython %s layout, %d frames\n", PY_VERSION, N);
-  return 0;
 }

@@ -3,7 +3,7 @@
  * break) gives exactly the frames of the exact mode (the C library's unwinder), on the main
  * thread (down to the C library's program entry) and on a thread of its own (down to its
  * start), the second time from the cache as the first; the cache holds each return address
- * once. */
+ * once; captures through one break frame from different callers keep their own frames. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -66,6 +66,74 @@ Test(unwind, thread_same_frames_as_exact) {
   pthread_t t;
   cr_assert_eq(pthread_create(&t, NULL, thread_body, NULL), 0);
   pthread_join(t, NULL);
+}
+
+/* The tail memo (pg_stack.c): two callers with the same frame, called in turn from one place,
+ * capture through the same break frame at the same stack address with the same registers; only
+ * the return addresses further up differ. Each capture must still be its own stack (the
+ * memo's stack-word check tells them apart), as the exact mode gives it. The capture is an
+ * interceptor's (a function with a frame pointer takes its site: pg_stack_capture_site), and
+ * rbp is 0 where the frames without frame pointers begin, so that every walk breaks at the
+ * same frame with the same registers. */
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) void tu_site_capture(pg_stack_t *st,
+                                                                                 int mode) {
+  pg_stack_set_fast_unwind(mode);
+  pg_stack_site_t site;
+  pg_stack_site_inline(&site);
+  pg_stack_capture_site(st, &site);
+  __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) int tu_site_level(int n, pg_stack_t *st, int mode) {
+  volatile char pad[24];
+  pad[0] = (char)n;
+  if (n == 0) tu_site_capture(st, mode);
+  else sink += tu_site_level(n - 1, st, mode);
+  return pad[0];
+}
+
+__attribute__((noinline)) int tu_caller_a(pg_stack_t *st, int mode) {
+  volatile char pad[40];
+  pad[0] = 1;
+  sink += tu_site_level(2, st, mode);
+  return pad[0];
+}
+
+__attribute__((noinline)) int tu_caller_b(pg_stack_t *st, int mode) {
+  volatile char pad[40];
+  pad[0] = 2;
+  sink += tu_site_level(2, st, mode);
+  return pad[0];
+}
+
+__attribute__((noinline)) void tu_twin(int which, pg_stack_t *st, int mode) {
+  int (*volatile call)(pg_stack_t *, int) = which ? tu_caller_b : tu_caller_a;
+  __asm__ volatile("xor %%ebp, %%ebp" ::: "rbp"); /* the walk breaks at once, the same way */
+  sink += call(st, mode);
+}
+
+Test(unwind, same_break_frame_different_callers) {
+  /* One call site for every capture: the exact ones first, then the default way in turn. */
+  enum { RUNS = 10 };
+  pg_stack_t st[RUNS];
+  volatile int count = RUNS;
+  /* a, b exact; then a, a, b, b, ...: each second capture from the memo, each first one where
+   * the memo holds the other caller's walk */
+  static const int caller[RUNS] = {0, 1, 0, 0, 1, 1, 0, 0, 1, 1};
+  for (int i = 0; i < count; i++)
+    tu_twin(caller[i], &st[i], i < 2 ? PG_UNWIND_EXACT : PG_UNWIND_FP_REDO);
+  print("exact, caller a", &st[0]);
+  print("exact, caller b", &st[1]);
+  bool differ = false;
+  for (unsigned k = 0; k < st[0].depth; k++) differ |= st[0].pc[k] != st[1].pc[k];
+  cr_assert(differ, "the callers' return addresses differ");
+  for (int i = 2; i < RUNS; i++) {
+    const pg_stack_t *want = &st[caller[i]];
+    cr_assert_eq(st[i].depth, want->depth, "capture %d (caller %c): depth", i, "ab"[caller[i]]);
+    for (unsigned k = 0; k < want->depth; k++)
+      cr_assert_eq(st[i].pc[k], want->pc[k], "capture %d (caller %c): frame %u", i,
+                   "ab"[caller[i]], k);
+  }
 }
 
 /* Under AddressSanitizer the same stack keeps adding table entries (seen in CI's ASAN+UBSAN
