@@ -540,7 +540,7 @@ size_t pg_region_lookup_on(const void *p, size_t n, cudaStream_t stream, pg_look
   if (__builtin_expect(total == 1 && lk->hi > lk->lo && pg_lookup_current(lk), 1)) {
     pg_stream_t *st = pg_stream_get(stream);
     lk->stream = st;
-    lk->quiet = !st || pg_summary_clear(lk->hits[0].rec, lk->lo, lk->hi, st);
+    lk->quiet = pg_summary_clear(lk->hits[0].rec, lk->lo, lk->hi, st);
     return 1;
   }
   lk->stream = NULL;
