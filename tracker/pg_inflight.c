@@ -138,14 +138,20 @@ static void slot_remove(pg_region_rec_t *r, pg_slot_t *s) {
   slot_free(r, s);
 }
 
+/* The list of s that a belongs on: what may write, or what only reads. */
+static inline pg_acc_t **slot_list(pg_slot_t *s, const pg_acc_t *a) {
+  return pg_dir_may_write(a->pub.dir) ? &s->accs : &s->reads;
+}
+
 static bool set_insert(pg_region_rec_t *r, pg_acc_t *a) {
   pg_slot_t *s = slot_get(r, a->pub.lo);
   if (!s) return false;
+  pg_acc_t **head = slot_list(s, a);
   a->slot = s;
   a->slot_prev = NULL;
-  a->slot_next = s->accs;
-  if (s->accs) s->accs->slot_prev = a;
-  s->accs = a;
+  a->slot_next = *head;
+  if (*head) (*head)->slot_prev = a;
+  *head = a;
   if (a->pub.hi > s->maxhi) s->maxhi = a->pub.hi;
   if (a->pub.hi - a->pub.lo > r->maxlen) r->maxlen = a->pub.hi - a->pub.lo;
   r->nacc++;
@@ -155,29 +161,35 @@ static bool set_insert(pg_region_rec_t *r, pg_acc_t *a) {
 static void set_remove(pg_region_rec_t *r, pg_acc_t *a) {
   pg_slot_t *s = a->slot;
   if (a->slot_prev) a->slot_prev->slot_next = a->slot_next;
-  else s->accs = a->slot_next;
+  else *slot_list(s, a) = a->slot_next;
   if (a->slot_next) a->slot_next->slot_prev = a->slot_prev;
-  if (!s->accs) {
-    slot_remove(r, s);
-  } else if (a->pub.hi == s->maxhi) {
-    s->maxhi = 0;
-    for (pg_acc_t *o = s->accs; o; o = o->slot_next)
-      if (o->pub.hi > s->maxhi) s->maxhi = o->pub.hi;
-  }
+  /* maxhi stays a bound (no walk of the slot: many readers of the same bytes share one). */
+  if (!s->accs && !s->reads) slot_remove(r, s);
   if (--r->nacc == 0) r->maxlen = 0;
 }
 
-/* Visits every access in r's set overlapping [lo, hi). Slots are sorted by start; no access is
- * longer than maxlen, so the scan down from the last slot starting below hi stops at the first
- * slot that starts maxlen or more below lo. */
+/* Whether access a overlaps [lo, hi): the one overlap test of every walk (the set's and the
+ * owner list's). */
+static inline bool acc_overlaps(const pg_acc_t *a, uintptr_t lo, uintptr_t hi) {
+  return a->pub.lo < hi && a->pub.hi > lo;
+}
+
+/* Visits every access in r's set overlapping [lo, hi) (with writes_only, only those that may
+ * write: a read conflicts with nothing else). Slots are sorted by start; no access is longer
+ * than maxlen, so the scan down from the last slot starting below hi stops at the first slot
+ * that starts maxlen or more below lo. */
 typedef void (*visit_fn)(pg_acc_t *a, void *ctx);
-static void set_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, visit_fn fn, void *ctx) {
+static void set_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, bool writes_only,
+                      visit_fn fn, void *ctx) {
   for (size_t i = slot_lower_bound(r, hi); i-- > 0;) {
     pg_slot_t *s = r->sorted[i];
     if (s->lo < lo && lo - s->lo >= r->maxlen) break;
     if (s->maxhi <= lo) continue;
     for (pg_acc_t *a = s->accs; a; a = a->slot_next)
-      if (a->pub.hi > lo) fn(a, ctx);
+      if (acc_overlaps(a, lo, hi)) fn(a, ctx);
+    if (writes_only) continue;
+    for (pg_acc_t *a = s->reads; a; a = a->slot_next)
+      if (acc_overlaps(a, lo, hi)) fn(a, ctx);
   }
 }
 
@@ -603,7 +615,7 @@ static void collect(pg_acc_t *a, void *ctx) {
 /* The owner's accesses on r's list (owner's lock held) overlapping [lo, hi). */
 static void own_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, collect_t *c) {
   for (pg_acc_t *a = r->own_head; a; a = a->slot_next)
-    if (a->pub.lo < hi && a->pub.hi > lo) collect(a, c);
+    if (acc_overlaps(a, lo, hi)) collect(a, c);
 }
 
 /* The accesses of r, as a hit, that c asks for. r->mu held. */
@@ -613,7 +625,9 @@ static void region_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, collect
     own_disown(r); /* another stream checks: the owner's accesses go where it finds them fast */
     ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
   }
-  if (r->nacc) set_visit(r, lo, hi, collect, c);
+  /* Only what may write matters to a query for writes, and to a read's conflict check. */
+  bool writes_only = c->mode == 1 || (c->mode == 2 && !pg_dir_may_write(c->dir));
+  if (r->nacc) set_visit(r, lo, hi, writes_only, collect, c);
   /* The owner's own list: ordered before a new access on its own stream, so a conflict check
    * from there skips it; everything else looks. */
   if (ow && !(c->mode == 2 && ow == c->st)) {

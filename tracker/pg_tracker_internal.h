@@ -118,8 +118,11 @@ void pg_regions_unlock_writer(void);
 /* ---- the in-flight set of one region (pg_inflight.c), region mu held ---------------------- */
 struct pg_slot {
   uintptr_t lo;                /* uthash key */
-  uintptr_t maxhi;
+  uintptr_t maxhi;             /* a bound on its accesses' ends: it shrinks only when it empties */
+  /* Its accesses in two lists, so that a read's conflict check walks only what may write:
+   * accs, those that may write (pg_dir_may_write); reads, those that only read. */
   pg_acc_t *accs;
+  pg_acc_t *reads;
   UT_hash_handle hh;
 };
 

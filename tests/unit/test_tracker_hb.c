@@ -304,6 +304,33 @@ Test(tracker_hb, past_the_stream_limit_is_counted_and_checked) {
   pg_tracker_set_stat_hook(NULL);
 }
 
+/* Many streams reading the same bytes: a read checks only against what may write (the reads are
+ * kept apart), a write against all of them. */
+Test(tracker_hb, many_readers_and_one_writer) {
+  enum { READERS = 64 };
+  static cudaStream_t rs[READERS];
+  for (int i = 0; i < READERS; i++) {
+    rs[i] = tt_stream(cudaStreamNonBlocking);
+    if (i == 0) tt_close_gate(rs[0]);
+    cr_assert_eq(tt_copy_h2d(dev, buf, 4096, rs[i]), 1);
+  }
+  pg_access_t out[READERS + 4];
+  cudaStream_t w = tt_stream(cudaStreamNonBlocking);
+  cr_assert_eq(pg_access_conflicts(buf, 4096, PG_DIR_READ, w, out, READERS + 4), 0,
+               "reads never conflict with reads");
+  cr_assert_eq(pg_access_conflicts(buf, 4096, PG_DIR_WRITE, w, out, READERS + 4), READERS,
+               "a write conflicts with every unordered read");
+  cr_assert_eq(tt_copy_d2h(buf + 1024, dev, 16, s1), 1);
+  cr_assert_eq(pg_access_conflicts(buf, 4096, PG_DIR_READ, w, out, READERS + 4), 1,
+               "a read finds the one write among the reads");
+  cr_assert_eq(out[0].stream, s1);
+  cr_assert_eq(pg_access_conflicts(buf + 2048, 16, PG_DIR_READ, w, out, READERS + 4), 0,
+               "not where the write is not");
+  tt_open_gates();
+  tt_device_sync();
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+}
+
 /* Thousands of streams alive at once, each tracked (the first id chunk holds 1,024). */
 Test(tracker_hb, thousands_of_streams_are_tracked) {
   enum { MANY = 1100 };
