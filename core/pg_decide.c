@@ -283,7 +283,11 @@ static int settle(pg_report_kind_t kind, const probe_t *q, const char *access_wh
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
 static void count_tracker_stat(pg_tracker_stat_t what, uint64_t n) {
-  pg_stat_add(what == PG_TRACKER_EVICTED ? PG_STAT_ACCESSES_EVICTED : PG_STAT_ACCESSES_RETIRED, n);
+  switch (what) {
+  case PG_TRACKER_RETIRED: pg_stat_add(PG_STAT_ACCESSES_RETIRED, n); break;
+  case PG_TRACKER_EVICTED: pg_stat_add(PG_STAT_ACCESSES_EVICTED, n); break;
+  case PG_TRACKER_UNTRACKED: pg_stat_add(PG_STAT_ACCESSES_UNTRACKED, n); break;
+  }
 }
 
 bool pg_decide_start(const pg_devops_t *ops) {
@@ -516,15 +520,20 @@ void pg_decide_before_op(pg_op_t *op) {
   before_op_spans(op);
 }
 
-static inline __attribute__((always_inline)) void begin_accesses(const pg_op_t *op,
+/* Whether any of op's spans began to be tracked. */
+static inline __attribute__((always_inline)) bool begin_accesses(const pg_op_t *op,
                                                                    cudaStream_t stream,
                                                                    const pg_stack_t *st) {
   pg_origin_t origin = {.what = op->what, .func = op->func};
+  bool any = false;
   for (size_t i = 0; i < op->nspans; i++) {
     if (op->spans[i].order == PG_SRC_AT_CALL) continue; /* read during the call: done */
-    if (i < op->nlk) pg_access_begin_at(&op->lk[i], op->spans[i].dir, stream, origin, st);
-    else pg_access_begin(op->spans[i].p, op->spans[i].n, op->spans[i].dir, stream, &origin, st);
+    if (i < op->nlk) any |= pg_access_begin_at(&op->lk[i], op->spans[i].dir, stream, origin, st) > 0;
+    else
+      any |= pg_access_begin(op->spans[i].p, op->spans[i].n, op->spans[i].dir, stream, &origin,
+                             st) > 0;
   }
+  return any;
 }
 
 /* Any op but the common one. */
@@ -538,8 +547,10 @@ __attribute__((noinline)) static void after_op_spans(pg_op_t *op) {
     pg_capture_add(op->stream, op);
     return;
   }
-  pg_stat_inc(op->func ? PG_STAT_KERNELS_TRACKED : PG_STAT_COPIES_TRACKED);
-  begin_accesses(op, op->stream, &op->stack);
+  /* Counted tracked only when something began (an untracked stream's op is counted by the
+   * tracker's accesses_untracked). */
+  if (begin_accesses(op, op->stream, &op->stack))
+    pg_stat_inc(op->func ? PG_STAT_KERNELS_TRACKED : PG_STAT_COPIES_TRACKED);
 }
 
 void pg_decide_after_op(pg_op_t *op) {
@@ -548,9 +559,11 @@ void pg_decide_after_op(pg_op_t *op) {
   if (__builtin_expect(op->nspans == 1 && op->nlk == 1 && op->spans[0].order != PG_SRC_AT_CALL &&
                            atomic_load_explicit(&active_captures, memory_order_acquire) == 0,
                        1)) {
-    pg_stat_inc(op->func ? PG_STAT_KERNELS_TRACKED : PG_STAT_COPIES_TRACKED);
-    pg_access_begin_at(&op->lk[0], op->spans[0].dir, op->stream,
-                       (pg_origin_t){.what = op->what, .func = op->func}, &op->stack);
+    if (__builtin_expect(pg_access_begin_at(&op->lk[0], op->spans[0].dir, op->stream,
+                                            (pg_origin_t){.what = op->what, .func = op->func},
+                                            &op->stack) > 0,
+                         1))
+      pg_stat_inc(op->func ? PG_STAT_KERNELS_TRACKED : PG_STAT_COPIES_TRACKED);
     return;
   }
   after_op_spans(op);

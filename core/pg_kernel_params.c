@@ -243,14 +243,16 @@ void pg_kparams_add_spans(pg_op_t *op, const uintptr_t *words, size_t n) {
 }
 
 void pg_kparams_fill_layout(pg_kparams_t *kp, pg_kparams_param_fn param) {
-  int n = 0;
+  int n = 0, r = PG_KP_UNKNOWN;
   for (; param && n < PG_KP_MAX_PARAMS; n++) {
     size_t off = 0, sz = 0;
-    if (!param(kp->func, (size_t)n, &off, &sz) || off > UINT16_MAX || sz > UINT16_MAX) break;
+    if ((r = param(kp->func, (size_t)n, &off, &sz)) != PG_KP_PARAM || off > UINT16_MAX ||
+        sz > UINT16_MAX)
+      break;
     kp->offset[n] = (uint16_t)off;
     kp->size[n] = (uint16_t)sz;
   }
-  kp->nparams = n > 0 ? n : -1;
+  kp->nparams = n > 0 ? n : r == PG_KP_END ? 0 : -1; /* a kernel without parameters is known */
 }
 
 void pg_kparams_build_op(pg_op_t *op, const pg_kparams_t *kp, void *const *args) {
@@ -258,7 +260,7 @@ void pg_kparams_build_op(pg_op_t *op, const pg_kparams_t *kp, void *const *args)
   if (kp && kp->nparams > 0) {
     uintptr_t words[PG_OP_MAX_SPANS];
     pg_kparams_add_spans(op, words, pg_kparams_candidates(kp, args, words, PG_OP_MAX_SPANS));
-  } else {
+  } else if (!kp || kp->nparams < 0) { /* none taken (0): nothing to scan, nothing missed */
     pg_stat_inc(PG_STAT_KERNELS_UNSCANNED);
   }
 }

@@ -26,7 +26,7 @@
 typedef struct pg_kparams {
   const void *func;
   const char *name;  /* the kernel's name, "kernel" when the API layer gives none */
-  int nparams;       /* -1: the API layer gave no parameter information */
+  int nparams;       /* -1: the API layer gave no parameter information; 0: none taken */
   uint16_t offset[PG_KP_MAX_PARAMS];
   uint16_t size[PG_KP_MAX_PARAMS];
   /* Every word the scan reads, listed once when the layout is cached (pg_kparams_get): word w
@@ -43,11 +43,14 @@ typedef struct pg_kparams {
 typedef bool (*pg_kparams_describe_fn)(const void *func, pg_kparams_t *kp);
 
 /* One parameter's offset and size, asked of the API layer (cudaFuncGetParamInfo,
- * cuFuncGetParamInfo); false past the last parameter or without information. */
-typedef bool (*pg_kparams_param_fn)(const void *func, size_t index, size_t *offset, size_t *size);
+ * cuFuncGetParamInfo): PG_KP_PARAM with them filled, PG_KP_END past the last parameter (the
+ * API's invalid-value answer), PG_KP_UNKNOWN without information. */
+enum { PG_KP_UNKNOWN = -1, PG_KP_END = 0, PG_KP_PARAM = 1 };
+typedef int (*pg_kparams_param_fn)(const void *func, size_t index, size_t *offset, size_t *size);
 
 /* For describe callbacks: fills kp->offset, size and nparams by asking param for parameters 0,
- * 1, ... until it says no (nparams -1 when it knows none, or param is NULL). */
+ * 1, ... until it says no: nparams 0 for a function known to take none (PG_KP_END at once), -1
+ * when it knows none (PG_KP_UNKNOWN at once, or param is NULL). */
 void pg_kparams_fill_layout(pg_kparams_t *kp, pg_kparams_param_fn param);
 
 /* The cached layout of func, described on first sight (and its word list made); NULL when
@@ -82,7 +85,7 @@ size_t pg_kparams_candidates_from(const pg_kparams_t *kp, void *const *args, int
 void pg_kparams_add_spans(pg_op_t *op, const uintptr_t *words, size_t n);
 
 /* Fills a kernel launch's op from its layout and argument array: op->what becomes the kernel's
- * name and each plausible pointer word a span. Without a layout (kp NULL or nparams <= 0) the
+ * name and each plausible pointer word a span. Without a layout (kp NULL or nparams < 0) the
  * launch is counted unscanned (print_stats) and gets no span. */
 void pg_kparams_build_op(pg_op_t *op, const pg_kparams_t *kp, void *const *args);
 

@@ -24,7 +24,8 @@
   X(ACCESSES_EVICTED, "accesses_evicted", "completed, never-ordered GPU accesses dropped past max_unordered") \
   X(CONFLICTS_COMPLETED, "conflicts_completed", "conflicts with GPU work that had completed, but that nothing ordered") \
   X(GUARD_UNCHECKED, "guard_unchecked", "guard faults let through unchecked (a signal handler interrupted pinguard)") \
-  X(GUARD_SKIPPED_MAPS, "guard_skipped_maps", "guards skipped to stay within the mapping budget")
+  X(GUARD_SKIPPED_MAPS, "guard_skipped_maps", "guards skipped to stay within the mapping budget") \
+  X(ACCESSES_UNTRACKED, "accesses_untracked", "GPU accesses checked but not tracked: no stream state (past the stream limit, out of memory) or no completion event")
 
 typedef enum pg_stat {
 #define PG_STAT_ENUM(id, name, desc) PG_STAT_##id,

@@ -116,6 +116,10 @@ size_t pg_statsfile_format(char *out, size_t cap, int pid) {
   metric_u64(&b, "pinguard_guard_skipped_maps_total", "counter",
              "Guards skipped to stay within the mapping budget (guard_map_budget).", pid,
              pg_stat_get(PG_STAT_GUARD_SKIPPED_MAPS));
+  metric_u64(&b, "pinguard_accesses_untracked_total", "counter",
+             "GPU accesses checked but not tracked (no stream state: past the stream limit, or "
+             "out of memory; or no completion event).",
+             pid, pg_stat_get(PG_STAT_ACCESSES_UNTRACKED));
   metric_u64(&b, "pinguard_guard_unchecked_total", "counter",
              "Guard faults let through unchecked (a signal handler interrupted pinguard).", pid,
              pg_stat_get(PG_STAT_GUARD_UNCHECKED));

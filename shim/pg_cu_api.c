@@ -175,8 +175,9 @@ PG_CU_BATCH(cuMemcpyBatchAsync_v2_ptsz, true, false, CUstream s)
 /* ---- kernels --------------------------------------------------------------------------------- */
 /* A CUfunction's parameter layout, from cuFuncGetParamInfo (driver 12.4 and later); the driver
  * has no sticky last error, so asking past the last parameter leaves nothing behind. */
-static bool param_info(const void *func, size_t i, size_t *off, size_t *sz) {
-  return PG_REAL(cuFuncGetParamInfo)((CUfunction)func, i, off, sz) == CUDA_SUCCESS;
+static int param_info(const void *func, size_t i, size_t *off, size_t *sz) {
+  CUresult e = PG_REAL(cuFuncGetParamInfo)((CUfunction)func, i, off, sz);
+  return e == CUDA_SUCCESS ? PG_KP_PARAM : e == CUDA_ERROR_INVALID_VALUE ? PG_KP_END : PG_KP_UNKNOWN;
 }
 
 /* pg_shim.h; cuLaunchKernelEx and cuLaunchCooperativeKernel too (pg_cu_launch.c). */

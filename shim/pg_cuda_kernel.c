@@ -27,8 +27,9 @@ void pg_shim_note_unscanned(const void *func, const char *query) {
  * last-error slot, which the application's next cudaGetLastError must not see: we clear it
  * afterwards. So that clearing cannot swallow an error of the application's, we only ask when
  * no error is pending (else: decline, and core asks again at a later launch). */
-static bool param_info(const void *func, size_t i, size_t *off, size_t *sz) {
-  return PG_REAL(cudaFuncGetParamInfo)(func, i, off, sz) == cudaSuccess;
+static int param_info(const void *func, size_t i, size_t *off, size_t *sz) {
+  cudaError_t e = PG_REAL(cudaFuncGetParamInfo)(func, i, off, sz);
+  return e == cudaSuccess ? PG_KP_PARAM : e == cudaErrorInvalidValue ? PG_KP_END : PG_KP_UNKNOWN;
 }
 
 static bool describe(const void *func, pg_kparams_t *kp) {

@@ -138,14 +138,20 @@ static void slot_remove(pg_region_rec_t *r, pg_slot_t *s) {
   slot_free(r, s);
 }
 
+/* The list of s that a belongs on: what may write, or what only reads. */
+static inline pg_acc_t **slot_list(pg_slot_t *s, const pg_acc_t *a) {
+  return pg_dir_may_write(a->pub.dir) ? &s->accs : &s->reads;
+}
+
 static bool set_insert(pg_region_rec_t *r, pg_acc_t *a) {
   pg_slot_t *s = slot_get(r, a->pub.lo);
   if (!s) return false;
+  pg_acc_t **head = slot_list(s, a);
   a->slot = s;
   a->slot_prev = NULL;
-  a->slot_next = s->accs;
-  if (s->accs) s->accs->slot_prev = a;
-  s->accs = a;
+  a->slot_next = *head;
+  if (*head) (*head)->slot_prev = a;
+  *head = a;
   if (a->pub.hi > s->maxhi) s->maxhi = a->pub.hi;
   if (a->pub.hi - a->pub.lo > r->maxlen) r->maxlen = a->pub.hi - a->pub.lo;
   r->nacc++;
@@ -155,29 +161,35 @@ static bool set_insert(pg_region_rec_t *r, pg_acc_t *a) {
 static void set_remove(pg_region_rec_t *r, pg_acc_t *a) {
   pg_slot_t *s = a->slot;
   if (a->slot_prev) a->slot_prev->slot_next = a->slot_next;
-  else s->accs = a->slot_next;
+  else *slot_list(s, a) = a->slot_next;
   if (a->slot_next) a->slot_next->slot_prev = a->slot_prev;
-  if (!s->accs) {
-    slot_remove(r, s);
-  } else if (a->pub.hi == s->maxhi) {
-    s->maxhi = 0;
-    for (pg_acc_t *o = s->accs; o; o = o->slot_next)
-      if (o->pub.hi > s->maxhi) s->maxhi = o->pub.hi;
-  }
+  /* maxhi stays a bound (no walk of the slot: many readers of the same bytes share one). */
+  if (!s->accs && !s->reads) slot_remove(r, s);
   if (--r->nacc == 0) r->maxlen = 0;
 }
 
-/* Visits every access in r's set overlapping [lo, hi). Slots are sorted by start; no access is
- * longer than maxlen, so the scan down from the last slot starting below hi stops at the first
- * slot that starts maxlen or more below lo. */
+/* Whether access a overlaps [lo, hi): the one overlap test of every walk (the set's and the
+ * owner list's). */
+static inline bool acc_overlaps(const pg_acc_t *a, uintptr_t lo, uintptr_t hi) {
+  return a->pub.lo < hi && a->pub.hi > lo;
+}
+
+/* Visits every access in r's set overlapping [lo, hi) (with writes_only, only those that may
+ * write: a read conflicts with nothing else). Slots are sorted by start; no access is longer
+ * than maxlen, so the scan down from the last slot starting below hi stops at the first slot
+ * that starts maxlen or more below lo. */
 typedef void (*visit_fn)(pg_acc_t *a, void *ctx);
-static void set_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, visit_fn fn, void *ctx) {
+static void set_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, bool writes_only,
+                      visit_fn fn, void *ctx) {
   for (size_t i = slot_lower_bound(r, hi); i-- > 0;) {
     pg_slot_t *s = r->sorted[i];
     if (s->lo < lo && lo - s->lo >= r->maxlen) break;
     if (s->maxhi <= lo) continue;
     for (pg_acc_t *a = s->accs; a; a = a->slot_next)
-      if (a->pub.hi > lo) fn(a, ctx);
+      if (acc_overlaps(a, lo, hi)) fn(a, ctx);
+    if (writes_only) continue;
+    for (pg_acc_t *a = s->reads; a; a = a->slot_next)
+      if (acc_overlaps(a, lo, hi)) fn(a, ctx);
   }
 }
 
@@ -358,8 +370,8 @@ static inline __attribute__((always_inline)) pg_acc_t *begin_piece(begin_ctx_t *
     st->nfree_accs++;
     return NULL;
   }
-  uint64_t seq = LD(st->vc[st->id]) + 1;
-  atomic_store_explicit(&st->vc[st->id], seq, memory_order_relaxed);
+  uint64_t seq = LD(st->own) + 1;
+  atomic_store_explicit(&st->own, seq, memory_order_relaxed);
   /* Unique without a shared counter: the stream's id above its sequence number (2^44 pieces
    * per stream). */
   uint64_t id = (uint64_t)st->id << 44 | (seq & ((UINT64_C(1) << 44) - 1));
@@ -398,7 +410,7 @@ static inline __attribute__((always_inline)) pg_acc_t *begin_piece(begin_ctx_t *
   else st->fifo_head = a;
   st->fifo_tail = a;
   if (!st->run_head) st->run_head = a;
-  st->nfifo++;
+  atomic_store_explicit(&st->nfifo, LD(st->nfifo) + 1, memory_order_release);
   index_owned(st, a);
   if (atomic_load_explicit(&a->where, memory_order_relaxed) == PG_IN_PENDING)
     atomic_store_explicit(&a->ready, false, memory_order_relaxed);
@@ -456,8 +468,15 @@ __attribute__((noinline)) static void begin_finish(pg_stream_t *st, bool hook,
   /* A retirement that ran while these pieces were being made ready stopped at them; if the
    * host already knows them complete (another thread waited on this stream meanwhile), nothing
    * may come back to retire them, so this begin does. */
-  if (atomic_load_explicit(&pg_host_clock[st->id], memory_order_seq_cst) >= first_seq)
+  if (atomic_load_explicit(pg_host_clock_at(st->id), memory_order_seq_cst) >= first_seq)
     pg_stream_retire(st, 16); /* no sweeper thread: begins retire their own stream */
+}
+
+/* An access that could not be begun (its stream has no state, or no record or event could be
+ * had): counted, so that the stats do not count it tracked. Its conflict check ran. */
+__attribute__((noinline, cold)) static int untracked_begin(void) {
+  pg_stream_untracked_op();
+  return -1;
 }
 
 /* st->mu held until here: releases it, settles the counts, and finishes the pieces that need
@@ -477,7 +496,7 @@ static inline __attribute__((always_inline)) int begin_leave(begin_ctx_t *c, pg_
   if (retired) pg_stream_retired(retired, evicted);
   atomic_fetch_add_explicit(&pg_inflight_total, ok, memory_order_relaxed);
   if (ok && (c->hook || pending)) begin_finish(st, c->hook, c->first_seq, accs, ok);
-  return ok ? (int)ok : -1;
+  return ok ? (int)ok : untracked_begin();
 }
 
 /* Any span: one piece per region, clipped so that no byte is tracked twice when regions
@@ -498,7 +517,7 @@ static int begin(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t
   }
   if (!np) return 0;
   pg_stream_t *st = pg_stream_get(stream);
-  if (!st) return 0;
+  if (!pg_stream_tracked(st)) return untracked_begin();
   begin_ctx_t c = {.st = st, .stream = stream, .dir = dir, .origin = origin, .stack = stack,
                    .t = pg_stamp(), .hook = pg_hook_begin != NULL};
   pg_acc_t *accs[MAX_PIECES], *later = NULL;
@@ -541,7 +560,7 @@ int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
   uintptr_t lo = h->base > lk->lo ? h->base : lk->lo, hi = h->end < lk->hi ? h->end : lk->hi;
   if (lo >= hi) return 0;
   pg_stream_t *st = lk->stream ? (pg_stream_t *)lk->stream : pg_stream_get(stream);
-  if (!st) return 0;
+  if (!pg_stream_tracked(st)) return untracked_begin();
   begin_ctx_t c = {.st = st, .stream = stream, .dir = dir, .origin = &origin, .stack = stack,
                    .t = pg_stamp(), .hook = pg_hook_begin != NULL};
   pg_acc_t *later = NULL;
@@ -596,7 +615,7 @@ static void collect(pg_acc_t *a, void *ctx) {
 /* The owner's accesses on r's list (owner's lock held) overlapping [lo, hi). */
 static void own_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, collect_t *c) {
   for (pg_acc_t *a = r->own_head; a; a = a->slot_next)
-    if (a->pub.lo < hi && a->pub.hi > lo) collect(a, c);
+    if (acc_overlaps(a, lo, hi)) collect(a, c);
 }
 
 /* The accesses of r, as a hit, that c asks for. r->mu held. */
@@ -606,7 +625,9 @@ static void region_visit(pg_region_rec_t *r, uintptr_t lo, uintptr_t hi, collect
     own_disown(r); /* another stream checks: the owner's accesses go where it finds them fast */
     ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
   }
-  if (r->nacc) set_visit(r, lo, hi, collect, c);
+  /* Only what may write matters to a query for writes, and to a read's conflict check. */
+  bool writes_only = c->mode == 1 || (c->mode == 2 && !pg_dir_may_write(c->dir));
+  if (r->nacc) set_visit(r, lo, hi, writes_only, collect, c);
   /* The owner's own list: ordered before a new access on its own stream, so a conflict check
    * from there skips it; everything else looks. */
   if (ow && !(c->mode == 2 && ow == c->st)) {
@@ -653,8 +674,7 @@ size_t pg_inflight_query(const void *p, size_t n, int writes_only, pg_access_t *
 
 size_t pg_access_conflicts(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
                            pg_access_t *out, size_t cap) {
-  pg_stream_t *st = pg_stream_get(stream);
-  if (!st) return 0;
+  pg_stream_t *st = pg_stream_get(stream); /* untracked: ordered after nothing */
   collect_t c = {.mode = 2, .dir = dir, .st = st, .out = out, .cap = cap};
   return query(p, n, &c);
 }
@@ -662,8 +682,7 @@ size_t pg_access_conflicts(const void *p, size_t n, pg_dir_t dir, cudaStream_t s
 size_t pg_access_conflicts_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
                               pg_access_t *out, size_t cap) {
   if (lk->hi <= lk->lo) return 0;
-  pg_stream_t *st = pg_stream_get(stream);
-  if (!st) return 0;
+  pg_stream_t *st = pg_stream_get(stream); /* untracked: ordered after nothing */
   collect_t c = {.mode = 2, .dir = dir, .st = st, .out = out, .cap = cap};
   pg_region_hit_t buf[MAX_PIECES];
   size_t nh;
@@ -676,15 +695,14 @@ size_t pg_access_find(pg_query_kind_t kind, unsigned flags, const void *p, size_
   collect_t c = {.mode = (int)kind, .running_only = (flags & PG_FIND_RUNNING) != 0,
                  .guarding_only = (flags & PG_FIND_GUARDING) != 0, .dir = dir, .out = out,
                  .cap = cap};
-  if (kind == PG_QUERY_CONFLICTS && !(c.st = pg_stream_get(stream))) return 0;
+  if (kind == PG_QUERY_CONFLICTS) c.st = pg_stream_get(stream); /* untracked: after nothing */
   return query(p, n, &c);
 }
 
 bool pg_access_quiet_at(const pg_lookup_t *lk, cudaStream_t stream) {
   if (lk->hi <= lk->lo) return true;
   if (!pg_lookup_current(lk)) return false;
-  pg_stream_t *st = pg_stream_get(stream);
-  if (!st) return true; /* untracked stream: pg_access_conflicts_at finds nothing either */
+  pg_stream_t *st = pg_stream_get(stream); /* untracked: ordered after nothing */
   /* query_hits' first test for each region, without its lock or its call. */
   for (size_t i = 0; i < lk->total; i++)
     if (!pg_summary_clear(lk->hits[i].rec, lk->lo, lk->hi, st)) return false;
@@ -692,8 +710,7 @@ bool pg_access_quiet_at(const pg_lookup_t *lk, cudaStream_t stream) {
 }
 
 void pg_access_unguard(const pg_access_t *a) {
-  if (!a->stream_id || a->stream_id >= PG_MAX_STREAMS) return;
-  pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[a->stream_id], memory_order_acquire);
+  pg_stream_t *st = pg_stream_by_id(a->stream_id);
   if (!st) return;
   uintptr_t lo = 0, hi = 0;
   bool owed = false;
@@ -722,11 +739,8 @@ bool pg_access_wait(const pg_access_t *a) {
    * wait teaches the host nothing: pinguard's own waits order nothing (a later check still
    * finds *a, completed). */
   if (pg_ops.event_synchronize(a->event) != PG_DEV_OK) return false;
-  if (a->stream_id < PG_MAX_STREAMS) {
-    pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[a->stream_id],
-                                           memory_order_acquire);
-    if (st) pg_stream_retire(st, 0);
-  }
+  pg_stream_t *st = pg_stream_by_id(a->stream_id);
+  if (st) pg_stream_retire(st, 0);
   return true;
 }
 

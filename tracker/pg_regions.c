@@ -356,35 +356,39 @@ int pg_region_find(const void *p, pg_region_t *out) {
 }
 
 /* Each copy looks its span up three times (is it pinned, the conflict check, the begin), and
- * copies go on into the same few buffers. Two per-thread memos, both valid only while no writer
- * has run since they were filled (the sequence number never repeats):
- * - the last few regions found *alone*: a region no other region overlaps answers, by itself,
- *   every range inside it (a hit costs a few compares, not a walk);
+ * copies go on into the same buffers: a model's per-layer buffers, dozens to hundreds of them.
+ * Two per-thread memos, both valid only while no writer has run since they were filled (the
+ * sequence number never repeats):
+ * - the regions found *alone* (a region no other region overlaps answers, by itself, every range
+ *   inside it), up to SOLO_CACHE of them, sorted by base: all filled under one sequence number,
+ *   so they never overlap each other, and a binary search finds the one holding an address. A
+ *   hint per page of address (hashed) names the entry that answered there last, so a copy
+ *   cycling over many buffers, small ones side by side included, finds its entry at once;
  * - the last answer for one exact range (any number of regions, up to MEMO_HITS). */
-#define SOLO_CACHE 16
+#define SOLO_CACHE 256
 typedef struct solo_entry {
-  unsigned long seq;           /* 0: empty (a reader's sequence is never 0 after a fill) */
+  unsigned long seq;           /* t_solo_last: 0 empty (a reader's sequence is never 0 after a
+                                * fill); in the memo, the memo's own sequence counts */
   uintptr_t base, end;
   pg_region_rec_t *rec;
   uint64_t gen;
 } solo_entry_t;
 /* The entry that answered last, copied: the one fast-path test, in static TLS. */
 static __thread solo_entry_t t_solo_last;
-/* Which entry answered last for ranges starting in the same 64 KiB (hashed): a copy cycling over
- * many buffers finds its entry at once instead of scanning the memo. A hint only: the entry is
- * checked as any other. */
-#define SOLO_HINTS 64
+#define SOLO_HINTS 512
 static inline unsigned solo_hint_slot(uintptr_t lo) {
-  return (unsigned)((lo >> 16) ^ (lo >> 22)) % SOLO_HINTS;
+  return (unsigned)((lo >> 12) ^ (lo >> 21)) % SOLO_HINTS;
 }
 
 #define MEMO_HITS 4
 /* The rest of both memos, in a per-thread block mapped on first use (pg_tls.h): without one,
  * every lookup that misses t_solo_last walks the index. */
 typedef struct lookup_memo {
+  unsigned long solo_seq;      /* the sequence its entries were found under */
+  unsigned nsolo;              /* entries in solo[], sorted by base */
+  unsigned solo_evict;         /* which entry a full memo gives up next */
+  uint16_t solo_hint[SOLO_HINTS];
   solo_entry_t solo[SOLO_CACHE];
-  unsigned solo_next;
-  uint8_t solo_hint[SOLO_HINTS];
   struct {
     bool valid;
     unsigned long seq;
@@ -445,23 +449,58 @@ static inline __attribute__((always_inline)) size_t overlapping(uintptr_t lo, ui
   return overlapping_scan(lo, hi, out, cap, now);
 }
 
-/* The rest of the memo of regions found alone (the hinted entry first), then the index. */
+/* The entry of m (current) that may hold lo: the last one whose base is <= lo, or -1. */
+static int solo_search(const lookup_memo_t *m, uintptr_t lo) {
+  int a = 0, b = (int)m->nsolo; /* the answer is a - 1 once a == b */
+  while (a < b) {
+    int mid = (a + b) / 2;
+    if (m->solo[mid].base <= lo) a = mid + 1;
+    else b = mid;
+  }
+  return a - 1;
+}
+
+/* The rest of the memo of regions found alone (the hinted entry first, then a binary search),
+ * then the index. */
 __attribute__((noinline)) static size_t overlapping_scan(uintptr_t lo, uintptr_t hi,
                                                          pg_region_hit_t *out, size_t cap,
                                                          unsigned long now) {
   lookup_memo_t *m = lookup_memo();
+  if (!m || m->solo_seq != now) return overlapping_slow(lo, hi, out, cap, now);
   unsigned hint = solo_hint_slot(lo);
-  for (unsigned k = 0; m && k <= SOLO_CACHE; k++) {
-    unsigned i = k == 0 ? m->solo_hint[hint] : k - 1;
-    const solo_entry_t *e = &m->solo[i];
-    if (e->seq == now && e->base <= lo && hi <= e->end) {
-      t_solo_last = *e;
-      m->solo_hint[hint] = (uint8_t)i;
-      if (cap) out[0] = (pg_region_hit_t){e->rec, e->gen, e->base, e->end};
-      return 1;
-    }
+  int i = m->solo_hint[hint];
+  const solo_entry_t *e = &m->solo[i];
+  if (!((unsigned)i < m->nsolo && e->base <= lo && hi <= e->end)) {
+    if ((i = solo_search(m, lo)) < 0 || hi > m->solo[i].end)
+      return overlapping_slow(lo, hi, out, cap, now);
+    e = &m->solo[i];
+    m->solo_hint[hint] = (uint16_t)i;
   }
-  return overlapping_slow(lo, hi, out, cap, now);
+  t_solo_last = *e;
+  t_solo_last.seq = now;
+  if (cap) out[0] = (pg_region_hit_t){e->rec, e->gen, e->base, e->end};
+  return 1;
+}
+
+/* A region found alone under sequence s joins the memo (emptied first if it was filled under an
+ * older one; full, it gives up an entry in turn). */
+static void solo_remember(lookup_memo_t *m, const solo_entry_t *e, unsigned long s) {
+  if (m->solo_seq != s) {
+    m->solo_seq = s;
+    m->nsolo = 0;
+  }
+  int at = solo_search(m, e->base) + 1; /* where it goes: solo entries never overlap */
+  if (at > 0 && m->solo[at - 1].base == e->base) return; /* there already */
+  if (m->nsolo == SOLO_CACHE) {
+    unsigned j = m->solo_evict++ % SOLO_CACHE;
+    memmove(&m->solo[j], &m->solo[j + 1], (SOLO_CACHE - j - 1) * sizeof m->solo[0]);
+    m->nsolo--;
+    if ((int)j < at) at--;
+  }
+  memmove(&m->solo[at + 1], &m->solo[at], (m->nsolo - (unsigned)at) * sizeof m->solo[0]);
+  m->solo[at] = *e;
+  m->nsolo++;
+  m->solo_hint[solo_hint_slot(e->base)] = (uint16_t)at;
 }
 
 size_t pg_regions_overlapping(uintptr_t lo, uintptr_t hi, pg_region_hit_t *out, size_t cap) {
@@ -487,11 +526,7 @@ __attribute__((noinline)) static size_t overlapping_slow(uintptr_t lo, uintptr_t
       if (solo) {
         solo_entry_t e = {s, out[0].base, out[0].end, out[0].rec, out[0].gen};
         t_solo_last = e;
-        if (m) {
-          unsigned i = m->solo_next++ % SOLO_CACHE;
-          m->solo_hint[solo_hint_slot(lo)] = (uint8_t)i;
-          m->solo[i] = e;
-        }
+        if (m) solo_remember(m, &e, s);
         return 1;
       }
       size_t k = total < cap ? total : cap;
@@ -540,7 +575,7 @@ size_t pg_region_lookup_on(const void *p, size_t n, cudaStream_t stream, pg_look
   if (__builtin_expect(total == 1 && lk->hi > lk->lo && pg_lookup_current(lk), 1)) {
     pg_stream_t *st = pg_stream_get(stream);
     lk->stream = st;
-    lk->quiet = !st || pg_summary_clear(lk->hits[0].rec, lk->lo, lk->hi, st);
+    lk->quiet = pg_summary_clear(lk->hits[0].rec, lk->lo, lk->hi, st);
     return 1;
   }
   lk->stream = NULL;

@@ -19,14 +19,23 @@ void pg_lock_wait(pg_lock_t *l) {
 
 void pg_lock_wake(pg_lock_t *l) { syscall(SYS_futex, &l->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
 
-_Atomic uint64_t pg_host_clock[PG_MAX_STREAMS];
-_Atomic(pg_stream_t *) pg_streams_by_id[PG_MAX_STREAMS];
+/* The per-id table's first chunk is static: a process with up to PG_ID_CHUNK streams allocates
+ * none. */
+static pg_id_chunk_t g_chunk0;
+_Atomic(pg_id_chunk_t *) pg_id_chunks[PG_ID_CHUNKS] = {&g_chunk0};
 atomic_uint pg_nids = 1;
+pg_stream_t pg_stream_untracked = {.id = PG_UNTRACKED_ID};
 _Atomic(pg_stream_t *) pg_legacy[PG_MAX_DEVICES];
 _Atomic uint64_t pg_legacy_version[PG_MAX_DEVICES];
 
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 #define ST(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
+
+/* Ids are below this (pg_tracker_set_max_streams). */
+static atomic_uint g_max_ids = PG_MAX_STREAMS;
+void pg_tracker_set_max_streams(unsigned n) {
+  ST(g_max_ids, n < PG_MAX_STREAMS ? n + 1 : PG_MAX_STREAMS); /* id 0 is never used */
+}
 
 /* Stream map: handle -> state. Read-locked only on a thread's cache miss. */
 static pthread_rwlock_t g_map_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -43,19 +52,51 @@ static pthread_once_t g_ptds_once = PTHREAD_ONCE_INIT;
 /* Recorded application events: handle -> clock snapshot. */
 typedef struct ev_snap {
   cudaEvent_t e;
-  unsigned len, cap;
-  uint64_t *clock;             /* as long as the ids in use when it was recorded */
+  size_t len, cap;
+  pg_clock_pair_t *clock;      /* the recording stream's clock entries */
   UT_hash_handle hh;
 } ev_snap_t;
 static pthread_mutex_t g_ev_mu = PTHREAD_MUTEX_INITIALIZER;
 static ev_snap_t *g_events;
 
-/* The host sync in progress on this thread (pg_hb_sync_prepare .. pg_hb_sync_done): a snapshot
- * of PG_MAX_STREAMS clocks, in a block mapped on first use (pg_tls.h). Without one the sync
- * teaches nothing (t_snap_n stays 0): later accesses look unordered, never wrongly ordered. */
-static __thread unsigned t_snap_n;
-static uint64_t *host_snap(void) {
-  return pg_tls_get(PG_TLS_HOST_SNAP, PG_MAX_STREAMS * sizeof(uint64_t));
+/* Per-thread buffers of clock entries, on the heap (kept for the thread's next use, freed at
+ * its exit): `sync`, the host sync in progress on this thread (pg_hb_sync_prepare ..
+ * pg_hb_sync_done), and `tmp`, an event's snapshot being learned. Out of memory, a sync teaches
+ * nothing: later accesses look unordered, never wrongly ordered. Never the fault handler's. */
+typedef struct pair_buf {
+  pg_clock_pair_t *p;
+  size_t n, cap;
+} pair_buf_t;
+typedef struct thread_bufs {
+  pair_buf_t sync, tmp;
+} thread_bufs_t;
+static __thread thread_bufs_t *t_bufs;
+static pthread_key_t g_bufs_key;
+static pthread_once_t g_bufs_once = PTHREAD_ONCE_INIT;
+static void free_bufs(void *p) {
+  thread_bufs_t *b = p;
+  t_bufs = NULL;
+  free(b->sync.p);
+  free(b->tmp.p);
+  free(b);
+}
+static void make_bufs_key(void) { pthread_key_create(&g_bufs_key, free_bufs); }
+static thread_bufs_t *bufs(void) {
+  if (__builtin_expect(t_bufs != NULL, 1)) return t_bufs;
+  pthread_once(&g_bufs_once, make_bufs_key);
+  if ((t_bufs = calloc(1, sizeof *t_bufs))) pthread_setspecific(g_bufs_key, t_bufs);
+  return t_bufs;
+}
+/* Room for `more` entries past b->n; false on out of memory. */
+static bool pairs_reserve(pair_buf_t *b, size_t more) {
+  if (b->n + more <= b->cap) return true;
+  size_t cap = b->cap ? b->cap : 64;
+  while (cap < b->n + more) cap *= 2;
+  pg_clock_pair_t *p = realloc(b->p, cap * sizeof *p);
+  if (!p) return false;
+  b->p = p;
+  b->cap = cap;
+  return true;
 }
 
 /* ---- devices ---------------------------------------------------------------------------------
@@ -120,19 +161,23 @@ static pg_stream_t *stream_new(cudaStream_t h, bool blocking, bool legacy, int d
     }
     /* The old owner's work all retired: the host knows it complete, and the sequence goes on
      * from there, so clock entries naming this id stay true. */
-    uint64_t own = LD(st->vc[st->id]);
-    pg_atomic_max(&pg_host_clock[st->id], own);
-    for (unsigned i = 0; i < PG_MAX_STREAMS; i++)
-      if (i != st->id) ST(st->vc[i], 0);
+    pg_atomic_max(pg_host_clock_at(st->id), LD(st->own));
+    pg_clock_tab_t *t = atomic_load_explicit(&st->clk, memory_order_relaxed);
+    for (unsigned i = 0; t && i <= t->mask; i++) ST(t->e[i].seq, 0);
     pg_unlock(&st->mu);
   } else {
     unsigned id = LD(pg_nids);
-    if (id >= PG_MAX_STREAMS) return NULL;
+    if (id >= LD(g_max_ids)) return NULL;
+    pg_id_chunk_t *c = atomic_load_explicit(&pg_id_chunks[id / PG_ID_CHUNK], memory_order_acquire);
+    if (!c) { /* ids are taken in order: a chunk is needed at its first id */
+      if (!(c = calloc(1, sizeof *c))) return NULL;
+      atomic_store_explicit(&pg_id_chunks[id / PG_ID_CHUNK], c, memory_order_release);
+    }
     st = calloc(1, sizeof(*st));
     if (!st) return NULL;
     atomic_init(&st->mu.v, 0);
     st->id = id;
-    atomic_store_explicit(&pg_streams_by_id[id], st, memory_order_release);
+    atomic_store_explicit(&c->stream[id % PG_ID_CHUNK], st, memory_order_release);
     atomic_store_explicit(&pg_nids, id + 1, memory_order_release);
   }
   st->handle = h;
@@ -203,15 +248,35 @@ static pg_stream_t *lookup_or_add(cudaStream_t s, int known_flags, unsigned flag
   return st;
 }
 
+/* No state could be had for a stream: warned about once; its ops are counted where they would
+ * have been tracked (pg_stream_untracked_op). */
+static atomic_bool g_untracked_warned;
+static pg_stream_t *untracked(void) {
+  if (!atomic_exchange_explicit(&g_untracked_warned, true, memory_order_relaxed)) {
+    static const char msg[] =
+        "pinguard: WARNING: a stream could not be tracked (more than 1048576 streams alive, "
+        "out of memory, or a device past the limit); its copies and kernels are checked as "
+        "ordered after nothing but not tracked (counted: accesses_untracked)\n";
+    ssize_t r = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)r;
+  }
+  return &pg_stream_untracked;
+}
+
+void pg_stream_untracked_op(void) { pg_tracker_count(PG_TRACKER_UNTRACKED, 1); }
+
 pg_stream_t *pg_stream_get_slow(cudaStream_t s) {
   if (s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread) {
     int device = pg_current_device();
-    if (device >= PG_MAX_DEVICES) return NULL;
-    return s == cudaStreamPerThread ? per_thread_stream(device) : legacy_stream(device);
+    pg_stream_t *st = NULL;
+    if (device < PG_MAX_DEVICES)
+      st = s == cudaStreamPerThread ? per_thread_stream(device) : legacy_stream(device);
+    return st ? st : untracked();
   }
   unsigned long gen = atomic_load_explicit(&pg_stream_map_gen, memory_order_acquire);
   pg_stream_t *st = lookup_or_add(s, 0, 0);
-  if (st) {
+  if (!st) return untracked();
+  {
     pg_stream_cache_t *c = &pg_stream_cache[pg_stream_cache_slot(s)];
     c->h = s;
     c->st = st;
@@ -241,8 +306,8 @@ typedef struct pg_hostfn_after {
 struct pg_hostfn_rec {
   uint32_t stream_id;
   uint64_t seq;
-  unsigned nclock;
-  uint64_t *clock;     /* its stream's clock at its position: all of it completes before it runs */
+  size_t nclock;
+  pg_clock_pair_t *clock; /* its stream's clock at its position: all of it completes before it runs */
   size_t n, cap;
   pg_hostfn_after_t *after;
   struct pg_hostfn_rec *next, **pprev;
@@ -252,16 +317,12 @@ static pthread_mutex_t g_hf_mu = PTHREAD_MUTEX_INITIALIZER; /* a leaf: taken und
 static struct pg_hostfn_rec *g_hf_pending;
 static atomic_uint g_hf_count;
 
-/* st->mu held, before st's clock joins src (plain, or else atomic_src). */
-static void hostfn_note_join(pg_stream_t *st, const uint64_t *plain,
-                             const _Atomic uint64_t *atomic_src, unsigned n) {
-  if (!atomic_load_explicit(&g_hf_count, memory_order_acquire)) return;
+/* st->mu held: st's entry for stream x moves from old to v. A pending host function of x
+ * that this crosses learns from which of st's own positions st is ordered after it. */
+static void hostfn_note_cross(pg_stream_t *st, uint32_t x, uint64_t old, uint64_t v) {
   pthread_mutex_lock(&g_hf_mu);
   for (struct pg_hostfn_rec *h = g_hf_pending; h; h = h->next) {
-    uint32_t x = h->stream_id;
-    if (x >= n || x == st->id) continue;
-    uint64_t v = plain ? plain[x] : atomic_load_explicit(&atomic_src[x], memory_order_relaxed);
-    if (v < h->seq || LD(st->vc[x]) >= h->seq) continue; /* not crossed by this join */
+    if (h->stream_id != x || v < h->seq || old >= h->seq) continue; /* not crossed */
     if (h->n == h->cap) {
       size_t cap = h->cap ? 2 * h->cap : 4;
       pg_hostfn_after_t *p = realloc(h->after, cap * sizeof *p);
@@ -269,18 +330,86 @@ static void hostfn_note_join(pg_stream_t *st, const uint64_t *plain,
       h->after = p;
       h->cap = cap;
     }
-    h->after[h->n++] = (pg_hostfn_after_t){st->id, LD(st->vc[st->id]) + 1};
+    h->after[h->n++] = (pg_hostfn_after_t){st->id, LD(st->own) + 1};
   }
   pthread_mutex_unlock(&g_hf_mu);
 }
 
-/* ---- vector clocks -------------------------------------------------------------------------- */
-static void join_into(pg_stream_t *st, const _Atomic uint64_t *src, unsigned n) {
-  hostfn_note_join(st, NULL, src, n);
-  for (unsigned i = 1; i < n; i++) {
-    uint64_t v = LD(src[i]);
-    if (v > LD(st->vc[i])) ST(st->vc[i], v);
+/* ---- sparse vector clocks (pg_tracker_internal.h) -------------------------------------------- */
+size_t pg_clock_copy(const pg_stream_t *st, pg_clock_pair_t *out, size_t cap) {
+  size_t k = 0;
+  if (!cap) return 0;
+  out[k++] = (pg_clock_pair_t){st->id, LD(st->own)};
+  const pg_clock_tab_t *t = atomic_load_explicit(&st->clk, memory_order_acquire);
+  for (unsigned i = 0; t && i <= t->mask && k < cap; i++) {
+    uint32_t id = atomic_load_explicit(&t->e[i].id, memory_order_acquire);
+    uint64_t v = LD(t->e[i].seq);
+    if (id && v) out[k++] = (pg_clock_pair_t){id, v};
   }
+  return k;
+}
+
+/* st->mu held: puts (id, seq) into t, which has room and no entry for id. */
+static void clock_put(pg_clock_tab_t *t, uint32_t id, uint64_t seq) {
+  unsigned i = pg_clock_slot(id, t->mask);
+  while (LD(t->e[i].id)) i = (i + 1) & t->mask;
+  ST(t->e[i].seq, seq);
+  atomic_store_explicit(&t->e[i].id, id, memory_order_release); /* the entry, then its key */
+  ST(t->n, LD(t->n) + 1);
+}
+
+/* st->mu held: a table twice as large with t's entries, published; NULL on out of memory. */
+static pg_clock_tab_t *clock_grow(pg_stream_t *st, pg_clock_tab_t *t) {
+  unsigned slots = t ? 2 * (t->mask + 1) : 8;
+  pg_clock_tab_t *g = calloc(1, sizeof *g + slots * sizeof g->e[0]);
+  if (!g) return NULL;
+  g->mask = slots - 1;
+  g->older = t; /* a reader may still be in it: kept */
+  for (unsigned i = 0; t && i <= t->mask; i++) {
+    uint32_t id = LD(t->e[i].id);
+    if (id) clock_put(g, id, LD(t->e[i].seq));
+  }
+  atomic_store_explicit(&st->clk, g, memory_order_release);
+  return g;
+}
+
+/* st->mu held: st's entry for id becomes at least seq. Out of memory, the entry is left as it
+ * was: st then looks ordered after less than it is (a report at most, never a missed one). */
+static void clock_raise(pg_stream_t *st, uint32_t id, uint64_t seq) {
+  if (!seq || !id || id == st->id) return;
+  pg_clock_tab_t *t = atomic_load_explicit(&st->clk, memory_order_relaxed);
+  if (t) {
+    for (unsigned i = pg_clock_slot(id, t->mask);; i = (i + 1) & t->mask) {
+      uint32_t k = LD(t->e[i].id);
+      if (!k) break;
+      if (k != id) continue;
+      uint64_t old = LD(t->e[i].seq);
+      if (seq <= old) return;
+      if (atomic_load_explicit(&g_hf_count, memory_order_acquire))
+        hostfn_note_cross(st, id, old, seq);
+      ST(t->e[i].seq, seq);
+      return;
+    }
+  }
+  if ((!t || 4 * (LD(t->n) + 1) > 3 * (t->mask + 1)) && !(t = clock_grow(st, t))) return;
+  if (atomic_load_explicit(&g_hf_count, memory_order_acquire)) hostfn_note_cross(st, id, 0, seq);
+  clock_put(t, id, seq);
+}
+
+/* ---- vector clocks -------------------------------------------------------------------------- */
+/* st->mu held: st's clock joins src's (read without src's lock: a snapshot at least as late as
+ * what ordered st after it). */
+static void join_stream(pg_stream_t *st, const pg_stream_t *src) {
+  clock_raise(st, src->id, LD(src->own));
+  const pg_clock_tab_t *t = atomic_load_explicit(&src->clk, memory_order_acquire);
+  for (unsigned i = 0; t && i <= t->mask; i++) {
+    uint32_t id = atomic_load_explicit(&t->e[i].id, memory_order_acquire);
+    if (id) clock_raise(st, id, LD(t->e[i].seq));
+  }
+}
+
+static void join_pairs(pg_stream_t *st, const pg_clock_pair_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++) clock_raise(st, p[i].id, p[i].seq);
 }
 
 /* The implicit ordering holds among the streams of one device: a device's legacy stream and its
@@ -290,10 +419,10 @@ void pg_stream_legacy_sync_blocking(pg_stream_t *st) {
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
   if (LD(st->legacy)) { /* legacy work waits for all prior work on its device's blocking streams */
     for (unsigned id = 1; id < n; id++) {
-      pg_stream_t *b = atomic_load_explicit(&pg_streams_by_id[id], memory_order_acquire);
+      pg_stream_t *b = pg_stream_by_id(id);
       if (!b || b == st || !LD(b->blocking)) continue; /* destroyed ones' work still runs */
       if (LD(b->device) != LD(st->device)) continue;
-      join_into(st, b->vc, n);
+      join_stream(st, b);
     }
     pg_stream_clock_changed(st);
     return;
@@ -301,14 +430,16 @@ void pg_stream_legacy_sync_blocking(pg_stream_t *st) {
   int device = LD(st->device);
   pg_stream_t *L = atomic_load_explicit(&pg_legacy[device], memory_order_acquire);
   if (!L) return;
+  (void)n;
   uint64_t v = atomic_load_explicit(&pg_legacy_version[device], memory_order_relaxed);
-  if (v == st->legacy_seen) return; /* nothing new on the legacy stream: skip the O(n) join */
-  join_into(st, L->vc, n);
+  if (v == st->legacy_seen) return; /* nothing new on the legacy stream: skip the join */
+  join_stream(st, L);
   st->legacy_seen = v;
 }
 
 void pg_host_learn(uint32_t id, uint64_t seq) {
-  if (id && id < PG_MAX_STREAMS) pg_atomic_max(&pg_host_clock[id], seq);
+  if (id && id < atomic_load_explicit(&pg_nids, memory_order_acquire))
+    pg_atomic_max(pg_host_clock_at(id), seq);
 }
 
 bool pg_acc_done_query(pg_acc_t *a) {
@@ -324,12 +455,12 @@ bool pg_acc_done_query(pg_acc_t *a) {
 
 bool pg_stream_ordered_after(const pg_stream_t *st, const pg_acc_t *a) {
   uint32_t sid = a->pub.stream_id;
-  if (sid == st->id || LD(st->vc[sid]) >= a->pub.seq) return true;
+  if (sid == st->id || pg_clock_get(st, sid) >= a->pub.seq) return true;
   if (!LD(st->blocking) || !a->blocking || a->pub.device != LD(st->device)) return false;
   if (LD(st->legacy)) return true;
   pg_stream_t *L = atomic_load_explicit(&pg_legacy[a->pub.device], memory_order_acquire);
   if (!L) return false;
-  return sid == L->id || LD(L->vc[sid]) >= a->pub.seq;
+  return sid == L->id || pg_clock_get(L, sid) >= a->pub.seq;
 }
 
 /* ---- pools ------------------------------------------------------------------------------------
@@ -398,7 +529,7 @@ void pg_stream_trim(pg_stream_t *st) {
   cudaEvent_t extra[TRIM_EVENTS];
   size_t nextra = 0;
   pg_lock(&st->mu);
-  size_t keep = st->nfifo > TRIM_KEEP_RECORDS ? st->nfifo : TRIM_KEEP_RECORDS;
+  size_t keep = LD(st->nfifo) > TRIM_KEEP_RECORDS ? LD(st->nfifo) : TRIM_KEEP_RECORDS;
   while (st->nfree_accs > keep) {
     pg_acc_t *a = st->free_accs;
     st->free_accs = a->fifo_next;
@@ -412,6 +543,7 @@ void pg_stream_trim(pg_stream_t *st) {
     extra[nextra++] = st->pool[--st->npool];
     st->nevents--;
   }
+  ST(st->trim_pending, st->npool > TRIM_KEEP_EVENTS); /* the next host sync trims on */
   pg_unlock(&st->mu);
   while (spare) {
     pg_acc_t *next = spare->fifo_next;
@@ -448,7 +580,7 @@ size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later) {
   while (*tail) tail = &(*tail)->fifo_next;
   /* Every access here is st's: what the host is ordered after is one bound (read once; should it
    * move meanwhile, the rest retires next time). */
-  uint64_t ordered = atomic_load_explicit(&pg_host_clock[st->id], memory_order_relaxed);
+  uint64_t ordered = atomic_load_explicit(pg_host_clock_at(st->id), memory_order_relaxed);
   for (; !max || done < max; done++) {
     pg_acc_t *a = st->fifo_head;
     if (!a) break;
@@ -467,7 +599,7 @@ size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later) {
     }
     st->fifo_head = a->fifo_next;
     if (!st->fifo_head) st->fifo_tail = NULL;
-    st->nfifo--;
+    ST(st->nfifo, LD(st->nfifo) - 1);
     int where = atomic_load_explicit(&a->where, memory_order_relaxed);
     if (where == PG_IN_OWN) {
       pg_inflight_own_unlink(a); /* st owns the region: its lock is the list's */
@@ -505,7 +637,8 @@ void pg_stream_retire_finish(pg_stream_t *st, pg_acc_t *later) {
   pg_unlock(&st->mu);
 }
 
-void pg_stream_retire(pg_stream_t *st, size_t max) {
+/* pg_stream_retire, saying how many accesses left the FIFO. */
+static size_t retire_count(pg_stream_t *st, size_t max) {
   pg_acc_t *later = NULL;
   pg_lock(&st->mu);
   /* What the host is ordered after goes at once; then what completed is marked, and past the
@@ -519,7 +652,10 @@ void pg_stream_retire(pg_stream_t *st, size_t max) {
   if (later) pg_stream_retire_finish(st, later);
   pg_stream_retired(done, evicted);
   if (LD(st->dead)) maybe_recycle(st);
+  return done;
 }
+
+void pg_stream_retire(pg_stream_t *st, size_t max) { (void)retire_count(st, max); }
 
 void pg_stream_retired(size_t done, size_t evicted) {
   if (!done) return;
@@ -531,44 +667,42 @@ void pg_stream_retired(size_t done, size_t evicted) {
 void pg_tracker_retire(void) {
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
   for (unsigned id = 1; id < n; id++) {
-    pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[id], memory_order_acquire);
+    pg_stream_t *st = pg_stream_by_id(id);
     if (st) pg_stream_retire(st, 0);
   }
 }
 
-/* Host learned snap[0..n): retires the streams it names (also those whose entry had already
- * moved: another thread's sync may have learned it without retiring yet). */
-static void host_learn_all(const uint64_t *snap, unsigned n) {
-  for (unsigned id = 1; id < n; id++) {
-    if (!snap[id]) continue;
-    pg_atomic_max(&pg_host_clock[id], snap[id]);
-    pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[id], memory_order_acquire);
-    if (!st) continue;
-    pg_stream_retire(st, 0);
-    pg_stream_trim(st);
+/* The host learned the entries p[0..n) (duplicates allowed): the host clock moves, and each
+ * stream named retires once (also one whose entry had already moved: another thread's sync may
+ * have learned it without retiring yet), its pools trimmed once its backlog drained. A stream
+ * with nothing on its FIFO costs a few loads: a device sync over many idle streams stays O(S). */
+static atomic_ulong g_learn_gen;
+static void host_learn_pairs(const pg_clock_pair_t *p, size_t n) {
+  unsigned nids = atomic_load_explicit(&pg_nids, memory_order_acquire);
+  for (size_t i = 0; i < n; i++)
+    if (p[i].seq && p[i].id && p[i].id < nids) pg_atomic_max(pg_host_clock_at(p[i].id), p[i].seq);
+  unsigned long mark = atomic_fetch_add_explicit(&g_learn_gen, 1, memory_order_relaxed) + 1;
+  for (size_t i = 0; i < n; i++) {
+    pg_stream_t *st = pg_stream_by_id(p[i].id);
+    if (!st || !p[i].seq) continue;
+    bool busy = atomic_load_explicit(&st->nfifo, memory_order_acquire) != 0;
+    if (!busy && !LD(st->trim_pending)) continue;
+    if (atomic_exchange_explicit(&st->learn_mark, mark, memory_order_relaxed) == mark) continue;
+    if ((busy && retire_count(st, 0)) || LD(st->trim_pending)) pg_stream_trim(st);
   }
 }
 
 /* ---- happens-before entry points ------------------------------------------------------------- */
 void pg_hb_enqueue(cudaStream_t s) {
   pg_stream_t *st = pg_stream_get(s);
-  if (!st) return;
+  if (!pg_stream_tracked(st)) return;
   pg_lock(&st->mu);
   pg_stream_legacy_sync(st);
   pg_unlock(&st->mu);
 }
 
-void pg_hb_event_record(cudaEvent_t e, cudaStream_t s) {
-  pg_stream_t *st = pg_stream_get(s);
-  if (!st || !e) return;
-  uint64_t clock[PG_MAX_STREAMS];
-  pg_lock(&st->mu);
-  pg_stream_legacy_sync(st); /* recording is an op: under legacy rules it waits too */
-  unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
-  for (unsigned i = 0; i < n; i++) clock[i] = LD(st->vc[i]);
-  pg_unlock(&st->mu);
-
-  pthread_mutex_lock(&g_ev_mu);
+/* g_ev_mu held: e's record, made if new (NULL on out of memory). */
+static ev_snap_t *event_get(cudaEvent_t e) {
   ev_snap_t *ev = NULL;
   HASH_FIND(hh, g_events, &e, sizeof(e), ev);
   if (!ev && (ev = calloc(1, sizeof(*ev)))) {
@@ -580,54 +714,62 @@ void pg_hb_event_record(cudaEvent_t e, cudaStream_t s) {
       ev = NULL;
     }
   }
-  if (ev && n > ev->cap) {
-    uint64_t *c = realloc(ev->clock, n * sizeof(uint64_t));
-    if (c) {
-      ev->clock = c;
-      ev->cap = n;
-    }
-  }
-  if (ev && n <= ev->cap) {
-    memcpy(ev->clock, clock, n * sizeof(uint64_t));
-    ev->len = n;
-  } else if (ev) {
-    ev->len = 0; /* out of memory: the event orders nothing, which can only hide conflicts */
-  }
-  pthread_mutex_unlock(&g_ev_mu);
+  return ev;
 }
 
-/* Copies e's snapshot into clock; its length, 0 if e was never recorded. */
-static unsigned event_clock(cudaEvent_t e, uint64_t *clock) {
-  unsigned n = 0;
+/* The event's snapshot is the recording stream's clock, O(its entries): the streams it was
+ * ordered after, not every live one. */
+void pg_hb_event_record(cudaEvent_t e, cudaStream_t s) {
+  if (!e) return;
+  pg_stream_t *st = pg_stream_get(s);
   pthread_mutex_lock(&g_ev_mu);
-  ev_snap_t *ev = NULL;
-  HASH_FIND(hh, g_events, &e, sizeof(e), ev);
-  if (ev) {
-    n = ev->len;
-    memcpy(clock, ev->clock, n * sizeof(uint64_t));
+  ev_snap_t *ev = event_get(e);
+  if (ev && !pg_stream_tracked(st)) ev->len = 0; /* orders nothing: can only hide conflicts */
+  if (ev && pg_stream_tracked(st)) {
+    pg_lock(&st->mu);
+    pg_stream_legacy_sync(st); /* recording is an op: under legacy rules it waits too */
+    size_t need = pg_clock_len(st);
+    if (need > ev->cap) {
+      pg_clock_pair_t *c = realloc(ev->clock, need * sizeof *c);
+      if (c) {
+        ev->clock = c;
+        ev->cap = need;
+      }
+    }
+    /* Out of memory: the event orders nothing, which can only hide conflicts. */
+    ev->len = need <= ev->cap ? pg_clock_copy(st, ev->clock, need) : 0;
+    pg_unlock(&st->mu);
   }
   pthread_mutex_unlock(&g_ev_mu);
-  return n;
 }
 
 void pg_hb_stream_wait_event(cudaStream_t s, cudaEvent_t e) {
-  uint64_t clock[PG_MAX_STREAMS];
-  unsigned n = event_clock(e, clock);
   pg_stream_t *st = pg_stream_get(s);
-  if (!st) return;
+  if (!pg_stream_tracked(st)) return;
+  pthread_mutex_lock(&g_ev_mu); /* the lock order: events, then a stream */
+  ev_snap_t *ev = NULL;
+  HASH_FIND(hh, g_events, &e, sizeof(e), ev);
   pg_lock(&st->mu);
   pg_stream_legacy_sync(st);
-  hostfn_note_join(st, clock, NULL, n);
-  for (unsigned i = 1; i < n; i++)
-    if (clock[i] > LD(st->vc[i])) ST(st->vc[i], clock[i]);
+  if (ev) join_pairs(st, ev->clock, ev->len);
   pg_stream_clock_changed(st);
   pg_unlock(&st->mu);
+  pthread_mutex_unlock(&g_ev_mu);
 }
 
 void pg_hb_event_completed(cudaEvent_t e) {
-  uint64_t clock[PG_MAX_STREAMS];
-  unsigned n = event_clock(e, clock);
-  host_learn_all(clock, n);
+  thread_bufs_t *b = bufs();
+  if (!b) return;
+  b->tmp.n = 0;
+  pthread_mutex_lock(&g_ev_mu);
+  ev_snap_t *ev = NULL;
+  HASH_FIND(hh, g_events, &e, sizeof(e), ev);
+  if (ev && pairs_reserve(&b->tmp, ev->len)) {
+    memcpy(b->tmp.p, ev->clock, ev->len * sizeof *ev->clock);
+    b->tmp.n = ev->len;
+  }
+  pthread_mutex_unlock(&g_ev_mu);
+  host_learn_pairs(b->tmp.p, b->tmp.n);
 }
 
 /* ---- flag protocols ---------------------------------------------------------------------------
@@ -640,11 +782,11 @@ static atomic_uint g_flags_pending;
 
 void pg_hb_flag_written(cudaStream_t s, const void *addr, uint64_t value, unsigned width) {
   pg_stream_t *st = pg_stream_get(s);
-  if (!st || !addr || (width != 4 && width != 8)) return;
+  if (!pg_stream_tracked(st) || !addr || (width != 4 && width != 8)) return;
   pg_lock(&st->mu);
   pg_stream_legacy_sync(st);
-  uint64_t seq = LD(st->vc[st->id]) + 1; /* the write's own position in the stream */
-  ST(st->vc[st->id], seq);
+  uint64_t seq = LD(st->own) + 1; /* the write's own position in the stream */
+  ST(st->own, seq);
   pg_stream_clock_changed(st);
   st->flag_addr = addr;
   st->flag_value = value;
@@ -664,7 +806,7 @@ void pg_hb_poll_flags(void) {
   if (!atomic_load_explicit(&g_flags_pending, memory_order_acquire)) return;
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
   for (unsigned id = 1; id < n; id++) {
-    pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[id], memory_order_acquire);
+    pg_stream_t *st = pg_stream_by_id(id);
     if (!st || !atomic_load_explicit(&st->flag_pending, memory_order_acquire)) continue;
     pg_lock(&st->mu);
     bool seen = atomic_load_explicit(&st->flag_pending, memory_order_relaxed) &&
@@ -679,9 +821,9 @@ void pg_hb_poll_flags(void) {
 }
 
 void pg_hb_access_waited(const pg_access_t *a) {
-  if (!a->stream_id || a->stream_id >= PG_MAX_STREAMS) return;
+  pg_stream_t *st = pg_stream_by_id(a->stream_id);
+  if (!st) return;
   pg_host_learn(a->stream_id, a->seq); /* a stream completes in order */
-  pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[a->stream_id], memory_order_acquire);
   if (st) pg_stream_retire(st, 0);
 }
 
@@ -712,43 +854,47 @@ void pg_hb_stream_destroyed(cudaStream_t s) {
 }
 
 void pg_hb_sync_prepare(cudaStream_t s) {
-  t_snap_n = 0;
+  thread_bufs_t *b = bufs();
+  if (!b) return;
+  b->sync.n = 0;
   pg_stream_t *st = pg_stream_get(s);
-  if (!st) return;
-  uint64_t *t_snap = host_snap();
-  if (!t_snap) return;
-  unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
+  if (!pg_stream_tracked(st)) return;
   pg_lock(&st->mu);
-  for (unsigned i = 0; i < n; i++) t_snap[i] = LD(st->vc[i]);
+  if (pairs_reserve(&b->sync, pg_clock_len(st)))
+    b->sync.n = pg_clock_copy(st, b->sync.p, b->sync.cap);
   pg_unlock(&st->mu);
-  t_snap_n = n;
 }
 
 /* cudaDeviceSynchronize waits for the current device's streams only (its default streams and
  * destroyed ones with work left included): the host then knows their work complete, and what that
- * work was ordered after, on any device. */
+ * work was ordered after, on any device. O(streams + their clocks' entries). */
 void pg_hb_sync_prepare_device(void) {
-  t_snap_n = 0;
-  uint64_t *t_snap = host_snap();
-  if (!t_snap) return;
+  thread_bufs_t *b = bufs();
+  if (!b) return;
+  b->sync.n = 0;
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
   int device = pg_current_device();
-  memset(t_snap, 0, n * sizeof t_snap[0]);
   for (unsigned id = 1; id < n; id++) {
-    pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[id], memory_order_acquire);
+    pg_stream_t *st = pg_stream_by_id(id);
     if (!st || LD(st->device) != device) continue;
-    for (unsigned i = 1; i < n; i++) {
-      uint64_t v = LD(st->vc[i]);
-      if (v > t_snap[i]) t_snap[i] = v;
+    const pg_clock_tab_t *t = atomic_load_explicit(&st->clk, memory_order_acquire);
+    if (!t) { /* the common stream, ordered after no other: its own entry */
+      if (b->sync.n == b->sync.cap && !pairs_reserve(&b->sync, 1)) break;
+      b->sync.p[b->sync.n++] = (pg_clock_pair_t){st->id, LD(st->own)};
+      continue;
     }
+    size_t len = 1 + t->mask + 1; /* pg_clock_copy copies at most this many, lock or not */
+    if (!pairs_reserve(&b->sync, len)) break; /* what it has learned so far is true */
+    b->sync.n += pg_clock_copy(st, b->sync.p + b->sync.n, len);
   }
-  t_snap_n = n;
 }
 
 void pg_hb_sync_done(int succeeded) {
-  unsigned n = t_snap_n;
-  t_snap_n = 0;
-  if (succeeded && n) host_learn_all(pg_tls_peek(PG_TLS_HOST_SNAP), n);
+  thread_bufs_t *b = t_bufs;
+  if (!b) return;
+  size_t n = b->sync.n;
+  b->sync.n = 0;
+  if (succeeded && n) host_learn_pairs(b->sync.p, n);
 }
 
 /* ---- host functions -------------------------------------------------------------------------- */
@@ -759,7 +905,7 @@ cudaError_t pg_hb_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *),
                                  pg_hostfn_pos_t *pos) {
   *pos = (pg_hostfn_pos_t){0, 0, NULL};
   pg_stream_t *st = pg_stream_get(s);
-  struct pg_hostfn_rec *rec = st ? calloc(1, sizeof *rec) : NULL;
+  struct pg_hostfn_rec *rec = pg_stream_tracked(st) ? calloc(1, sizeof *rec) : NULL;
   if (!rec) return enqueue(arg);
   /* Under the lock that orders completion events too: an access recorded after this point gets
    * a later sequence number, exactly as the runtime queues it after the host function. */
@@ -767,16 +913,13 @@ cudaError_t pg_hb_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *),
   pg_stream_legacy_sync(st);
   cudaError_t err = enqueue(arg);
   if (err == cudaSuccess) {
-    uint64_t seq = LD(st->vc[st->id]) + 1;
-    ST(st->vc[st->id], seq);
+    uint64_t seq = LD(st->own) + 1;
+    ST(st->own, seq);
     pg_stream_clock_changed(st);
     rec->stream_id = st->id;
     rec->seq = seq;
-    unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
-    if ((rec->clock = malloc(n * sizeof *rec->clock))) {
-      for (unsigned i = 0; i < n; i++) rec->clock[i] = LD(st->vc[i]);
-      rec->nclock = n;
-    }
+    size_t n = pg_clock_len(st);
+    if ((rec->clock = malloc(n * sizeof *rec->clock))) rec->nclock = pg_clock_copy(st, rec->clock, n);
     /* Pending before the stream's lock is released: no event recorded after it can be waited
      * on before the record is there to note it. */
     pthread_mutex_lock(&g_hf_mu);
@@ -808,13 +951,13 @@ bool pg_hb_after_hostfn(const pg_hostfn_pos_t *pos, uint32_t stream_id, uint64_t
 void pg_hb_hostfn_enter(const pg_hostfn_pos_t *pos) {
   pg_t_hostfn = *pos;
   pg_t_in_hostfn = true;
-  if (!pos->stream_id || pos->stream_id >= PG_MAX_STREAMS) return;
+  pg_stream_t *st = pg_stream_by_id(pos->stream_id);
+  if (!st) return;
   /* Everything it is ordered after (its stream's earlier work, and what that stream waited for
    * through events or the legacy stream) has completed: the host knows, and it retires. */
-  if (pos->rec && pos->rec->clock) host_learn_all(pos->rec->clock, pos->rec->nclock);
+  if (pos->rec && pos->rec->clock) host_learn_pairs(pos->rec->clock, pos->rec->nclock);
   pg_host_learn(pos->stream_id, pos->seq);
-  pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[pos->stream_id], memory_order_acquire);
-  if (st) pg_stream_retire(st, 0);
+  pg_stream_retire(st, 0);
 }
 
 void pg_hb_hostfn_leave(void) {
@@ -838,7 +981,7 @@ bool pg_hb_in_hostfn(void) { return pg_t_in_hostfn; }
 static void each_stream(void (*fn)(pg_stream_t *)) {
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
   for (unsigned id = 1; id < n; id++) {
-    pg_stream_t *st = atomic_load_explicit(&pg_streams_by_id[id], memory_order_acquire);
+    pg_stream_t *st = pg_stream_by_id(id);
     if (st) fn(st);
   }
 }
@@ -855,7 +998,8 @@ static void reset_stream(pg_stream_t *st) {
     a = next;
   }
   st->fifo_head = st->fifo_tail = st->run_head = NULL;
-  st->nfifo = st->ndone = st->evicted_pending = st->nfree_accs = 0;
+  ST(st->nfifo, 0);
+  st->ndone = st->evicted_pending = st->nfree_accs = 0;
   if (atomic_exchange_explicit(&st->flag_pending, false, memory_order_relaxed))
     atomic_fetch_sub_explicit(&g_flags_pending, 1, memory_order_relaxed);
   while (st->free_accs) {
@@ -865,7 +1009,7 @@ static void reset_stream(pg_stream_t *st) {
   }
   st->npool = 0;
   st->nevents = 0;
-  pg_atomic_max(&pg_host_clock[st->id], LD(st->vc[st->id]));
+  pg_atomic_max(pg_host_clock_at(st->id), LD(st->own));
   pg_unlock(&st->mu);
 }
 

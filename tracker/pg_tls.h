@@ -12,7 +12,6 @@
 #include <stddef.h>
 
 typedef enum pg_tls_id {
-  PG_TLS_HOST_SNAP,   /* pg_streams.c: the clock snapshot of a host sync in progress */
   PG_TLS_REGION_MEMO, /* pg_regions.c: the memo of regions found alone, and of one range */
   PG_TLS_NEG_CACHE,   /* pg_decide.c: pages known not to be pinned */
   PG_TLS_HOSTFN_OPEN, /* pg_decide.c: ranges a running host function was let through */

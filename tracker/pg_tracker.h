@@ -38,13 +38,23 @@ void pg_tracker_set_hooks(pg_access_begin_fn on_begin, pg_access_hook_fn on_reti
 /* Counters the tracker keeps for the stats (the policy's, which it does not link): retired,
  * ordered before the host and no longer tracked; evicted, completed but never ordered, dropped
  * beyond a stream's cap. The hook (optional) is called outside every tracker lock. */
-typedef enum pg_tracker_stat { PG_TRACKER_RETIRED, PG_TRACKER_EVICTED } pg_tracker_stat_t;
+/* untracked: an access not begun because its stream has no state (past the stream limit, or
+ * out of memory) or no completion event could be had; its conflict check still ran. */
+typedef enum pg_tracker_stat {
+  PG_TRACKER_RETIRED,
+  PG_TRACKER_EVICTED,
+  PG_TRACKER_UNTRACKED
+} pg_tracker_stat_t;
 void pg_tracker_set_stat_hook(void (*fn)(pg_tracker_stat_t what, uint64_t n));
 /* How many accesses that completed without being ordered each stream keeps (default
  * PG_UNORDERED_CAP_DEFAULT; at least 1). Past it the oldest are evicted, which can hide a
  * report: counted, never silent. */
 #define PG_UNORDERED_CAP_DEFAULT 4096
 void pg_tracker_set_unordered_cap(size_t cap);
+/* At most this many streams alive at once (default and upper bound 1,048,576; tests lower it to
+ * reach the limit). A stream past it is not tracked: warned about once, its accesses counted
+ * (PG_TRACKER_UNTRACKED), its conflict checks made as for a stream ordered after nothing. */
+void pg_tracker_set_max_streams(unsigned n);
 
 /* ---- pinned regions (lock-free lookups) -------------------------------------------------- */
 typedef struct pg_region {

@@ -17,9 +17,15 @@
 extern __thread int pg_hash_oom; /* set when a uthash add could not allocate */
 #include <uthash.h>
 
-/* Dense stream ids index the vector clocks; id 0 is never used. Beyond this many streams alive
- * at once, new streams are not tracked. */
-#define PG_MAX_STREAMS 512
+/* Dense stream ids name the clock entries; id 0 is never used. The per-id state (the host's
+ * clock entry, the stream state) lives in chunks of PG_ID_CHUNK ids, allocated as streams appear
+ * (a two-level table: lock-free reads, no allocation once an id is in use). Beyond
+ * PG_MAX_STREAMS streams alive at once (or out of memory), a new stream is not tracked: its ops
+ * are counted (PG_TRACKER_UNTRACKED) and its copies checked as a stream ordered after nothing
+ * (pg_stream_untracked). */
+#define PG_MAX_STREAMS (1u << 20)
+#define PG_ID_CHUNK 1024u
+#define PG_ID_CHUNKS (PG_MAX_STREAMS / PG_ID_CHUNK)
 
 /* A region's in-flight set keeps its first slots inside the record (one cache line), and adds a
  * uthash by address once it holds PG_HASH_SLOTS distinct starts. */
@@ -30,6 +36,7 @@ typedef struct pg_acc pg_acc_t;
 typedef struct pg_slot pg_slot_t;
 typedef struct pg_stream pg_stream_t;
 typedef struct pg_region_rec pg_region_rec_t;
+typedef struct pg_clock_tab pg_clock_tab_t;
 
 extern pg_devops_t pg_ops;
 extern pg_access_begin_fn pg_hook_begin;
@@ -111,8 +118,11 @@ void pg_regions_unlock_writer(void);
 /* ---- the in-flight set of one region (pg_inflight.c), region mu held ---------------------- */
 struct pg_slot {
   uintptr_t lo;                /* uthash key */
-  uintptr_t maxhi;
+  uintptr_t maxhi;             /* a bound on its accesses' ends: it shrinks only when it empties */
+  /* Its accesses in two lists, so that a read's conflict check walks only what may write:
+   * accs, those that may write (pg_dir_may_write); reads, those that only read. */
   pg_acc_t *accs;
+  pg_acc_t *reads;
   UT_hash_handle hh;
 };
 
@@ -176,8 +186,13 @@ struct pg_stream {
   atomic_bool dead;            /* destroyed (or its thread exited); recycled once drained */
   atomic_int device;           /* the device it belongs to (its events are created there) */
   bool recycled;               /* on the free list (stream map lock) */
-  pg_lock_t mu;                /* protects the FIFO, pools, and writes to vc (pg_lock.h) */
-  _Atomic uint64_t vc[PG_MAX_STREAMS]; /* vc[id] is this stream's own sequence */
+  pg_lock_t mu;                /* protects the FIFO, pools, and writes to the clock (pg_lock.h) */
+  /* Its vector clock, sparse: its own sequence, and the entries of the streams it was ordered
+   * after (pg_clock_get; written under mu, read without a lock). */
+  _Atomic uint64_t own;
+  _Atomic(pg_clock_tab_t *) clk;
+  _Atomic unsigned long learn_mark; /* pg_hb_sync_done: retired once per sync */
+  atomic_bool trim_pending;    /* idle events left for the next host sync to trim */
   uint64_t legacy_seen;        /* legacy stream clock version last joined */
   pg_acc_t *fifo_head, *fifo_tail;
   /* The FIFO in three parts: from fifo_head, accesses seen complete but not yet ordered before
@@ -194,7 +209,8 @@ struct pg_stream {
   unsigned flag_width;
   unsigned poll_in;            /* begins left before the next poll of the FIFO's head */
   unsigned poll_gap;           /* begins between polls (0: not yet set; see poll_fifo) */
-  size_t nfifo;                /* accesses on the FIFO */
+  _Atomic size_t nfifo;        /* accesses on the FIFO (written under mu; read without it by
+                                * a sync, which skips a stream with none) */
   cudaEvent_t *pool;           /* idle completion events */
   size_t npool, cap_pool;      /* cap_pool >= nevents: returning one never grows the pool */
   size_t nevents;              /* events this stream owns: idle in the pool or its accesses' */
@@ -204,12 +220,76 @@ struct pg_stream {
   pg_stream_t *next_free;
 };
 
-extern _Atomic uint64_t pg_host_clock[PG_MAX_STREAMS];
+/* One chunk of per-id state: the host's clock entries and the stream states of PG_ID_CHUNK ids.
+ * A chunk is allocated before any of its ids is published (pg_nids), and never freed. */
+typedef struct pg_id_chunk {
+  _Atomic uint64_t host[PG_ID_CHUNK];          /* the host's clock */
+  _Atomic(pg_stream_t *) stream[PG_ID_CHUNK];
+} pg_id_chunk_t;
+extern _Atomic(pg_id_chunk_t *) pg_id_chunks[PG_ID_CHUNKS];
+extern atomic_uint pg_nids;    /* ids in use are 1 .. pg_nids-1 */
+/* The host's clock entry for id, which is in use (below pg_nids): lock-free, allocation-free
+ * (the fault handler reads it). */
+static inline _Atomic uint64_t *pg_host_clock_at(uint32_t id) {
+  return &atomic_load_explicit(&pg_id_chunks[id / PG_ID_CHUNK], memory_order_acquire)
+              ->host[id % PG_ID_CHUNK];
+}
+/* The stream state bound to id, NULL for an id not in use. Lock-free, allocation-free. */
+static inline pg_stream_t *pg_stream_by_id(uint32_t id) {
+  if (!id || id >= atomic_load_explicit(&pg_nids, memory_order_acquire)) return NULL;
+  return atomic_load_explicit(&atomic_load_explicit(&pg_id_chunks[id / PG_ID_CHUNK],
+                                                    memory_order_acquire)
+                                   ->stream[id % PG_ID_CHUNK],
+                              memory_order_acquire);
+}
+
+/* ---- sparse vector clocks ----------------------------------------------------------------------
+ * A stream's clock holds an entry only for the streams it was ordered after (event waits, the
+ * legacy stream's implicit order): an open-addressing table of (id, seq), written under the
+ * stream's lock, read by any thread without one. It grows by doubling into a new table, published
+ * with a release store; the old one stays readable (kept on the new one's `older` chain, at most
+ * as large as the new one in all), so a reader holding it reads true, if stale, entries. Entries
+ * are never deleted (a recycled stream zeroes their values). */
+typedef struct pg_clock_ent {
+  _Atomic uint32_t id;         /* 0: empty */
+  _Atomic uint64_t seq;
+} pg_clock_ent_t;
+struct pg_clock_tab {
+  unsigned mask;               /* slots - 1 (a power of two) */
+  _Atomic unsigned n;          /* entries in use */
+  pg_clock_tab_t *older;       /* the tables it replaced */
+  pg_clock_ent_t e[];
+};
+static inline unsigned pg_clock_slot(uint32_t id, unsigned mask) {
+  return (id * 0x9E3779B1u >> 8) & mask;
+}
+/* st's clock entry for stream id: how far along id's sequence st is ordered after. */
+static inline uint64_t pg_clock_get(const pg_stream_t *st, uint32_t id) {
+  if (id == st->id) return atomic_load_explicit(&st->own, memory_order_relaxed);
+  const pg_clock_tab_t *t = atomic_load_explicit(&st->clk, memory_order_acquire);
+  if (!t) return 0;
+  for (unsigned i = pg_clock_slot(id, t->mask);; i = (i + 1) & t->mask) {
+    uint32_t k = atomic_load_explicit(&t->e[i].id, memory_order_acquire);
+    if (k == id) return atomic_load_explicit(&t->e[i].seq, memory_order_relaxed);
+    if (!k) return 0;
+  }
+}
+/* A clock entry copied out (event snapshots, host syncs, host functions' positions). */
+typedef struct pg_clock_pair {
+  uint32_t id;
+  uint64_t seq;
+} pg_clock_pair_t;
+/* Entries st's clock holds (its own included): a bound for pg_clock_copy. st->mu held. */
+static inline size_t pg_clock_len(const pg_stream_t *st) {
+  const pg_clock_tab_t *t = atomic_load_explicit(&st->clk, memory_order_relaxed);
+  return 1 + (t ? atomic_load_explicit(&t->n, memory_order_relaxed) : 0);
+}
+/* Copies st's non-zero entries (its own first) into out (room for pg_clock_len); returns how
+ * many. Without st->mu the copy is a snapshot at least as late as the caller's last ordering. */
+size_t pg_clock_copy(const pg_stream_t *st, pg_clock_pair_t *out, size_t cap);
 /* The host function this thread is running (pg_hb_hostfn_enter), if any. */
 extern __thread bool pg_t_in_hostfn;
 extern __thread pg_hostfn_pos_t pg_t_hostfn;
-extern _Atomic(pg_stream_t *) pg_streams_by_id[PG_MAX_STREAMS];
-extern atomic_uint pg_nids;    /* ids in use are 1 .. pg_nids-1 */
 
 /* A conflict check of [lo, hi) from stream st, without r's lock: true when r's summary says that
  * nothing there can be another stream's access overlapping the range (quiet, or the set's
@@ -232,9 +312,19 @@ static inline bool pg_summary_clear(const pg_region_rec_t *r, uintptr_t lo, uint
 extern _Atomic(pg_stream_t *) pg_legacy[PG_MAX_DEVICES];
 extern _Atomic uint64_t pg_legacy_version[PG_MAX_DEVICES];
 
+/* A stream with no state of its own (out of ids or memory, or a device beyond PG_MAX_DEVICES):
+ * what pg_stream_get answers then. Its id is no stream's and its clock is empty: a conflict check
+ * on it finds everything unordered (the most conservative check); nothing is begun or ordered on
+ * it (pg_stream_tracked). */
+extern pg_stream_t pg_stream_untracked;
+#define PG_UNTRACKED_ID (UINT32_MAX - 1)
+static inline bool pg_stream_tracked(const pg_stream_t *st) { return st != &pg_stream_untracked; }
+/* An op on an untracked stream: counted (PG_TRACKER_UNTRACKED), warned about once. */
+void pg_stream_untracked_op(void);
+
 /* The state for a stream handle (0 and cudaStreamLegacy are the current device's legacy stream,
- * cudaStreamPerThread the calling thread's on the current device); NULL when out of ids or
- * memory, or the device is beyond PG_MAX_DEVICES. Inline: a thread usually enqueues on a
+ * cudaStreamPerThread the calling thread's on the current device); &pg_stream_untracked when
+ * out of ids or memory, or the device is beyond PG_MAX_DEVICES. Inline: a thread usually enqueues on a
  * handful of streams, so a small direct-mapped per-thread cache of handle -> state (valid while
  * no stream was destroyed since it was filled) answers on the per-copy path; the default-stream
  * handles, whose state depends on the current device, and misses take pg_stream_get_slow (the
@@ -333,7 +423,7 @@ void pg_stream_retired(size_t done, size_t evicted);
 /* Whether the host is ordered after access a: a synchronization, a successful query, an event
  * chain or a host function taught the host clock so. The only test that ends tracking. */
 static inline bool pg_acc_ordered(const pg_acc_t *a) {
-  return atomic_load_explicit(&pg_host_clock[a->pub.stream_id], memory_order_relaxed) >=
+  return atomic_load_explicit(pg_host_clock_at(a->pub.stream_id), memory_order_relaxed) >=
          a->pub.seq;
 }
 /* Whether access a has physically completed: seen so before (done_stamp), or its event answers

@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #define FZ_MAXT 8      /* application threads */
-#define FZ_MAXS 16     /* streams (in all) */
+#define FZ_MAXS 640    /* streams (in all): past the few hundred a process may have */
 #define FZ_MAXE 16     /* events (in all) */
 #define FZ_MAXB 16     /* buffer slots (in all) */
 #define FZ_MAXD 8      /* simulated devices */

@@ -84,6 +84,42 @@ Test(kernel_params, no_information_is_cached_and_counted_unscanned) {
   cr_expect_eq(pg_stat_get(PG_STAT_KERNELS_UNSCANNED), before + 2);
 }
 
+/* A runtime's parameter query: ends_with answers past the last parameter (PG_KP_END: the
+ * runtime's invalid-value answer), or PG_KP_UNKNOWN (no information at all). */
+static int query_n, query_end;
+static int fake_param(const void *func, size_t i, size_t *off, size_t *sz) {
+  (void)func;
+  if ((int)i >= query_n) return query_end;
+  *off = i * 8;
+  *sz = 8;
+  return PG_KP_PARAM;
+}
+
+Test(kernel_params, a_kernel_without_parameters_is_not_unscanned) {
+  pg_kparams_t kp = {.func = &fn_a};
+  query_n = 0, query_end = PG_KP_END;
+  pg_kparams_fill_layout(&kp, fake_param);
+  cr_expect_eq(kp.nparams, 0, "known to take none");
+  query_end = PG_KP_UNKNOWN;
+  pg_kparams_fill_layout(&kp, fake_param);
+  cr_expect_eq(kp.nparams, -1, "no information");
+  query_n = 3, query_end = PG_KP_END;
+  pg_kparams_fill_layout(&kp, fake_param);
+  cr_expect_eq(kp.nparams, 3);
+  pg_kparams_fill_layout(&kp, NULL);
+  cr_expect_eq(kp.nparams, -1);
+
+  layout_n = 0;
+  const pg_kparams_t *none = pg_kparams_get(&fn_a, fake_describe);
+  cr_assert_not_null(none);
+  uint64_t before = pg_stat_get(PG_STAT_KERNELS_UNSCANNED);
+  pg_op_t op;
+  op_init(&op);
+  pg_kparams_build_op(&op, none, NULL);
+  cr_expect_eq(op.nspans, 0);
+  cr_expect_eq(pg_stat_get(PG_STAT_KERNELS_UNSCANNED), before, "nothing was missed");
+}
+
 Test(kernel_params, scan_takes_aligned_pointer_words) {
   /* param 0: a pointer; param 1: a 4-byte int at offset 8; param 2: a 20-byte struct at offset
    * 12 whose 8-aligned word (device offset 16, i.e. 4 bytes in) holds a pointer. */

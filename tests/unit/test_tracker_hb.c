@@ -279,6 +279,77 @@ Test(tracker_hb, stream_states_are_recycled) {
   cr_assert_eq(pg_tracker_inflight_count(), 0);
 }
 
+/* Past the stream limit (lowered here; 1,048,576 by default) a new stream gets no state: never
+ * silently. Its copies are counted untracked, and checked as a stream ordered after nothing. */
+static _Atomic uint64_t untracked_count;
+static void count_untracked(pg_tracker_stat_t what, uint64_t n) {
+  if (what == PG_TRACKER_UNTRACKED) atomic_fetch_add(&untracked_count, n);
+}
+
+Test(tracker_hb, past_the_stream_limit_is_counted_and_checked) {
+  pg_tracker_set_stat_hook(count_untracked);
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  pg_tracker_set_max_streams(1); /* s1 holds the one id */
+  cudaStream_t over = tt_stream(cudaStreamNonBlocking);
+  cr_assert_eq(conflicts(PG_DIR_READ, over), 1,
+               "an untracked stream's read still conflicts with an unordered write");
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s2), 1);
+  cr_assert_eq(tt_copy_d2h(buf + 8192, dev, 4096, over), -1, "its own copy is not tracked");
+  cr_assert_eq(atomic_load(&untracked_count), 1, "and counted");
+  tt_open_gates();
+  tt_stream_sync(s1);
+  cr_assert_eq(conflicts(PG_DIR_READ, over), 0, "once the host is ordered after the write");
+  pg_tracker_set_max_streams(UINT32_MAX);
+  pg_tracker_set_stat_hook(NULL);
+}
+
+/* Many streams reading the same bytes: a read checks only against what may write (the reads are
+ * kept apart), a write against all of them. */
+Test(tracker_hb, many_readers_and_one_writer) {
+  enum { READERS = 64 };
+  static cudaStream_t rs[READERS];
+  for (int i = 0; i < READERS; i++) {
+    rs[i] = tt_stream(cudaStreamNonBlocking);
+    if (i == 0) tt_close_gate(rs[0]);
+    cr_assert_eq(tt_copy_h2d(dev, buf, 4096, rs[i]), 1);
+  }
+  pg_access_t out[READERS + 4];
+  cudaStream_t w = tt_stream(cudaStreamNonBlocking);
+  cr_assert_eq(pg_access_conflicts(buf, 4096, PG_DIR_READ, w, out, READERS + 4), 0,
+               "reads never conflict with reads");
+  cr_assert_eq(pg_access_conflicts(buf, 4096, PG_DIR_WRITE, w, out, READERS + 4), READERS,
+               "a write conflicts with every unordered read");
+  cr_assert_eq(tt_copy_d2h(buf + 1024, dev, 16, s1), 1);
+  cr_assert_eq(pg_access_conflicts(buf, 4096, PG_DIR_READ, w, out, READERS + 4), 1,
+               "a read finds the one write among the reads");
+  cr_assert_eq(out[0].stream, s1);
+  cr_assert_eq(pg_access_conflicts(buf + 2048, 16, PG_DIR_READ, w, out, READERS + 4), 0,
+               "not where the write is not");
+  tt_open_gates();
+  tt_device_sync();
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+}
+
+/* Thousands of streams alive at once, each tracked (the first id chunk holds 1,024). */
+Test(tracker_hb, thousands_of_streams_are_tracked) {
+  enum { MANY = 1100 };
+  static cudaStream_t many[MANY];
+  for (int i = 0; i < MANY; i++) {
+    many[i] = tt_stream(cudaStreamNonBlocking);
+    cr_assert_eq(tt_copy_h2d(dev, buf + (i % 16) * 4096, 4096, many[i]), 1, "stream %d", i);
+  }
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, many[MANY - 1]), 1);
+  cr_assert_eq(conflicts(PG_DIR_READ, s1), 1, "the last stream's write, unordered");
+  cudaEvent_t e;
+  cr_assert_eq(cudaEventCreate(&e), cudaSuccess);
+  tt_record(e, many[MANY - 1]);
+  tt_wait_event(s1, e);
+  cr_assert_eq(conflicts(PG_DIR_READ, s1), 0, "ordered through an event");
+  tt_device_sync();
+  cr_assert_eq(pg_tracker_inflight_count(), 0);
+}
+
 /* ---- host functions: CPU work in a stream's order ---------------------------------------- */
 typedef struct hostfn_probe {
   pg_hostfn_pos_t pos;

@@ -257,3 +257,29 @@ Test(tracker_regions, random_overlaps_match_a_model) {
     }
   }
 }
+
+/* The per-thread memo of regions found alone holds a model's worth of buffers: lookups rotating
+ * over more regions than it holds (some sharing 64 KiB, at varying offsets) answer right, and
+ * an add or a remove in between is seen at once. */
+Test(tracker_regions, lookup_memo_many_regions) {
+  enum { R = 300 };
+  uintptr_t base = B + 0x100000000;
+  for (int i = 0; i < R; i++) add(base + (uintptr_t)i * 8192, 4096);
+  for (int round = 0; round < 3; round++)
+    for (int i = 0; i < R; i++) {
+      pg_lookup_t lk;
+      uintptr_t p = base + (uintptr_t)i * 8192 + (uintptr_t)((i + round) % 8) * 512;
+      cr_assert_eq(pg_region_lookup(AT(p), 256, &lk), 1, "region %d", i);
+      cr_assert_eq(lk.hits[0].base,
+                   base + (uintptr_t)i * 8192, "region %d round %d", i, round);
+      cr_assert_eq(pg_region_lookup(AT(base + (uintptr_t)i * 8192 + 4096), 16, &lk), 0,
+                   "the gap after region %d", i);
+    }
+  pg_lookup_t lk;
+  add(base + 5 * 8192 + 1024, 8192); /* over region 5 and its gap */
+  cr_assert_eq(pg_region_lookup(AT(base + 5 * 8192 + 2048), 16, &lk), 2);
+  cr_assert_eq(pg_region_lookup(AT(base + 5 * 8192 + 4096), 16, &lk), 1);
+  cr_assert_eq(pg_region_remove(AT(base + 7 * 8192), NULL), 1);
+  cr_assert_eq(pg_region_lookup(AT(base + 7 * 8192), 16, &lk), 0, "removed");
+  cr_assert_eq(pg_region_lookup(AT(base + 9 * 8192), 16, &lk), 1);
+}
