@@ -158,9 +158,18 @@ typedef struct probe {
   cudaStream_t stream;  /* PROBE_CONFLICTS: its stream */
   const pg_lookup_t *lk; /* PROBE_CONFLICTS: the span's region lookup, if kept */
   bool guarding;        /* a fault's: only the accesses still guarding their pages */
+  const pg_shape_t *shape; /* a pitched side: only these bytes of [p, p+n) (NULL: all) */
+  uintptr_t at;         /* a fault's byte: a pitched copy in flight counts if it touches it */
 } probe_t;
 
 static size_t run_probe(const probe_t *q, pg_access_t *out, size_t cap) {
+  unsigned flags = q->guarding ? PG_FIND_GUARDING : 0;
+  if (q->shape)
+    return pg_access_find_shaped((pg_query_kind_t)q->kind, flags, q->shape, q->dir, q->stream,
+                                 out, cap);
+  if (q->at)
+    return pg_access_find_at((pg_query_kind_t)q->kind, flags, q->p, q->n, q->at, q->dir,
+                             q->stream, out, cap);
   if (q->guarding)
     return pg_access_find((pg_query_kind_t)q->kind, PG_FIND_GUARDING, q->p, q->n, q->dir,
                           q->stream, out, cap);
@@ -443,6 +452,15 @@ static void keep_pinned_spans(pg_op_t *op) {
   op->nlk = kept < PG_OP_LOOKUPS ? kept : PG_OP_LOOKUPS;
 }
 
+/* The shape of a pitched side (the one whose hull is exactly the span), or NULL: a plain span. */
+static const pg_shape_t *span_shape(const pg_op_t *op, const pg_span_t *s) {
+  for (unsigned k = 0; k < op->nshapes; k++)
+    if (op->shapes[k].base == (uintptr_t)s->p &&
+        pg_shape_end(&op->shapes[k]) - op->shapes[k].base == s->n)
+      return &op->shapes[k];
+  return NULL;
+}
+
 /* Span i of op, looked up (lk, or NULL past PG_OP_LOOKUPS): the new access must not start
  * before the ones it races with. Enforce waits for them on the host (exactly those, never a
  * device-wide sync); during a capture it reports. */
@@ -464,7 +482,7 @@ static void settle_span(const pg_op_t *op, size_t i, const pg_lookup_t *lk) {
   const pg_span_t *s = &op->spans[i];
   pg_access_t found[MAX_FOUND];
   probe_t q = {.kind = PROBE_CONFLICTS, .p = s->p, .n = s->n, .dir = s->dir,
-               .stream = op->stream, .lk = lk};
+               .stream = op->stream, .lk = lk, .shape = span_shape(op, s)};
   /* A source read out of stream order is not ordered after its own stream's earlier work:
    * like a host read, it races every device write still in flight. */
   if (s->order != PG_SRC_STREAM) q.kind = PROBE_WRITES;
@@ -521,7 +539,9 @@ static inline __attribute__((always_inline)) void begin_accesses(const pg_op_t *
   pg_origin_t origin = {.what = op->what, .func = op->func};
   for (size_t i = 0; i < op->nspans; i++) {
     if (op->spans[i].order == PG_SRC_AT_CALL) continue; /* read during the call: done */
-    if (i < op->nlk) pg_access_begin_at(&op->lk[i], op->spans[i].dir, stream, origin, st);
+    const pg_shape_t *shape = op->nshapes ? span_shape(op, &op->spans[i]) : NULL;
+    if (shape) pg_access_begin_shaped(shape, op->spans[i].dir, stream, &origin, st);
+    else if (i < op->nlk) pg_access_begin_at(&op->lk[i], op->spans[i].dir, stream, origin, st);
     else pg_access_begin(op->spans[i].p, op->spans[i].n, op->spans[i].dir, stream, &origin, st);
   }
 }
@@ -555,6 +575,8 @@ void pg_decide_after_op(pg_op_t *op) {
   after_op_spans(op);
 }
 
+void pg_decide_after_shaped_op(pg_op_t *op) { after_op_spans(op); }
+
 void pg_decide_untracked_op(cudaStream_t s) { pg_hb_enqueue(s); }
 
 /* ---- capture and graphs -------------------------------------------------------------------- */
@@ -584,7 +606,8 @@ void pg_decide_graph_launch_check(cudaGraphExec_t exec, cudaStream_t s, const ch
       const pg_span_t *sp = &ops[i].spans[k];
       /* Checked on the launch stream, against what is in flight now (the capture's lookup was
        * for the capture's stream, and stale). The graph's own ops share the launch stream. */
-      probe_t q = {.kind = PROBE_CONFLICTS, .p = sp->p, .n = sp->n, .dir = sp->dir, .stream = s};
+      probe_t q = {.kind = PROBE_CONFLICTS, .p = sp->p, .n = sp->n, .dir = sp->dir, .stream = s,
+                   .shape = span_shape(&ops[i], sp)};
       settle(PG_KIND_DEVICE_ACCESS_CONFLICT, &q, api, st, found, MAX_FOUND, false, 0);
     }
   free(ops);
@@ -701,7 +724,7 @@ void pg_decide_hostfn_leave(void) {
   hostfn_nopen = 0;
 }
 
-void pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp) {
+bool pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp, bool can_step) {
   /* Several threads may fault at once: the cache is atomic (relaxed: any of them stores the
    * same value). */
   static _Atomic uintptr_t page_size_cache;
@@ -717,10 +740,11 @@ void pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp) {
   /* A read races only with device writes; a write with any device access. The probe is the
    * whole page, since the instruction (a memcpy, say) may go on across it, onto bytes of
    * accesses too short to guard the page themselves; but only the page's bytes of the pinned
-   * region the fault hit. On a guarded edge page (PG_REGION_FLAG_OWNS_EDGES) the bytes outside
+   * region the fault hit. A pitched copy's side counts only when its rows hold the faulting byte
+   * itself: a touch of the gap between its rows is no conflict. On a guarded edge page (PG_REGION_FLAG_OWNS_EDGES) the bytes outside
    * the region are nobody's (a malloc header): touching them is no conflict. */
   probe_t q = {.kind = is_write ? PROBE_ANY : PROBE_WRITES, .p = (const void *)page,
-               .n = page_size, .guarding = true};
+               .n = page_size, .guarding = true, .at = addr};
   pg_region_t reg;
   if (!pg_region_find((const void *)addr, &reg)) {
     q.n = 0; /* outside every region: no conflict */
@@ -767,10 +791,17 @@ void pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp) {
     pg_tracker_retire();
     pg_guard_refresh(page);
     if (!pg_guard_page_allows(page, is_write)) {
+      /* A gap byte of a pitched copy whose rows share the page: the page stays guarded for
+       * them, and this one instruction runs with it open. */
+      probe_t page_q = q;
+      page_q.at = 0;
+      if (can_step && q.n && !pg_hb_in_hostfn() && run_probe(&page_q, found, FAULT_FOUND) > 0)
+        return true;
       pg_guard_release(page, page + page_size);
       note_opened(page, page + page_size);
     }
   }
+  return false;
 }
 
 void pg_decide_syscall(const void *p, size_t n, bool kernel_writes, const char *call,
