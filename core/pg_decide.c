@@ -791,12 +791,25 @@ bool pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp, bool
     pg_tracker_retire();
     pg_guard_refresh(page);
     if (!pg_guard_page_allows(page, is_write)) {
-      /* A gap byte of a pitched copy whose rows share the page: the page stays guarded for
-       * them, and this one instruction runs with it open. */
+      /* A gap byte of pitched copies whose rows share the page (the accesses the page probe
+       * finds but the byte's did not): with single steps the page stays guarded for them and
+       * this one instruction runs with it open; without, they stop guarding (as after a report:
+       * they stay tracked for every other check) and the page is looked at again. Enforce
+       * first waits for them, without a report, since their rows' later CPU accesses will not
+       * fault. */
       probe_t page_q = q;
       page_q.at = 0;
-      if (can_step && q.n && !pg_hb_in_hostfn() && run_probe(&page_q, found, FAULT_FOUND) > 0)
-        return true;
+      size_t gap = q.n && !pg_hb_in_hostfn() ? run_probe(&page_q, found, FAULT_FOUND) : 0;
+      if (gap && can_step) return true;
+      if (gap) {
+        size_t have = gap < FAULT_FOUND ? gap : FAULT_FOUND;
+        uint64_t t0 = pg_clock_ns();
+        for (size_t i = 0; i < have && enforcing() && may_wait(); i++)
+          if (!found[i].completed) (void)wait_bounded(&found[i], t0);
+        for (size_t i = 0; i < have; i++) pg_access_unguard(&found[i]);
+        pg_guard_refresh(page);
+        if (pg_guard_page_allows(page, is_write)) return false;
+      }
       pg_guard_release(page, page + page_size);
       note_opened(page, page + page_size);
     }

@@ -152,8 +152,8 @@ void pg_decide_fault_stack(pg_stack_t *out, void *pc, void *fp);
  * handler was entered on) and leaves the page so that the instruction can run when retried. */
 /* True when the instruction is to be single-stepped with the page open (the caller can step:
  * can_step): it touched a byte no access in flight touches (a gap between a pitched copy's rows)
- * on a page that stays guarded for the bytes they do touch. Without can_step such a page is let
- * go instead, as for every fault that conflicts with nothing. */
+ * on a page that stays guarded for the bytes they do touch. Without can_step those copies stop
+ * guarding their pages instead (they stay tracked), as after a report. */
 bool pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp, bool can_step);
 /* Before a system call that reads (kernel_writes=false: write, send) or fills (true: read,
  * recv) [p, p+n): settles conflicts, then makes sure the kernel will not meet a guarded page

@@ -116,9 +116,6 @@ void pg_guard_enable(size_t min, bool guard_shared_edges) {
   min_bytes = min;
   budget_start();
   atomic_store(&shared_edges, guard_shared_edges);
-  /* Single steps come with guard_shared_edges: a pitched copy's pages that also hold gap bytes
-   * are guarded only then (a fault on a gap byte there is stepped). */
-  pg_tracker_set_shaped_guard(guard_shared_edges);
   atomic_store(&enabled, true);
   pg_tracker_set_hooks(pg_guard_on_begin, pg_guard_on_retire, NULL);
 }

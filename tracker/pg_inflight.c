@@ -568,7 +568,6 @@ typedef struct hook_ranges {
   uint64_t runs;            /* shaped, counted run by run: which runs (else 0) */
   pg_shape_t shape;
   uintptr_t clip_lo, clip_hi;
-  bool mixed;               /* the runs took pages holding gap bytes too */
 } hook_ranges_t;
 static hook_ranges_t hook_ranges_of(const pg_acc_t *a);
 static void hook_ranges_retire(const hook_ranges_t *h);
@@ -805,11 +804,10 @@ size_t pg_access_find_at(pg_query_kind_t kind, unsigned flags, const void *p, si
   return query(p, n, &c);
 }
 
-/* Guard pages, run by run (pg_shape_page_runs): the first HOOK_RUNS_MAX runs (one bit each in
- * hook_runs); rows beyond them (rows a page or more apart, many of them) are not guarded. Which
- * pages: those holding a touched byte when the fault handler can single-step a gap byte's
- * instruction (pg_tracker_set_shaped_guard), else only pages every byte of which is touched (a
- * page a row shares with a gap is then left open, as a plain access's partial pages are). */
+/* Guard pages, run by run (pg_shape_page_runs): every page holding a touched byte (a page a row
+ * shares with a gap too: a CPU fault on its gap bytes is no conflict, see pg_decide_cpu_fault),
+ * for the first HOOK_RUNS_MAX runs (one bit each in hook_runs); rows beyond them (rows a page or
+ * more apart, many of them) are not guarded. */
 #define HOOK_RUNS_MAX 64
 
 static uintptr_t page_bytes(void) {
@@ -822,16 +820,10 @@ static uintptr_t page_bytes(void) {
   return p;
 }
 
-static atomic_bool g_mixed_pages;
-void pg_tracker_set_shaped_guard(bool mixed_pages) {
-  atomic_store_explicit(&g_mixed_pages, mixed_pages, memory_order_relaxed);
-}
-
-static size_t shaped_runs(const pg_shape_t *s, uintptr_t lo, uintptr_t hi, bool mixed,
+static size_t shaped_runs(const pg_shape_t *s, uintptr_t lo, uintptr_t hi,
                           void (*fn)(uintptr_t, uintptr_t, void *), void *arg) {
-  return pg_shape_page_runs(s, lo, hi, page_bytes(), !mixed, HOOK_RUNS_MAX, fn, arg);
+  return pg_shape_page_runs(s, lo, hi, page_bytes(), HOOK_RUNS_MAX, fn, arg);
 }
-
 
 typedef struct run_walk {
   pg_dir_t dir;
@@ -863,10 +855,9 @@ static void run_retire(uintptr_t lo, uintptr_t hi, void *arg) {
 /* begin_finish's hook call for a shaped piece: whether anything was counted. */
 static bool shaped_hook_begin(pg_acc_t *a) {
   a->hook_runs = 0;
-  a->hook_mixed = atomic_load_explicit(&g_mixed_pages, memory_order_relaxed);
   run_walk_t w = {.dir = a->pub.dir, .clip_lo = a->pub.lo, .clip_hi = a->pub.hi,
                   .first_lo = a->pub.lo, .last_hi = a->pub.hi};
-  shaped_runs(&a->shape, a->pub.lo, a->pub.hi, a->hook_mixed, run_begin, &w);
+  shaped_runs(&a->shape, a->pub.lo, a->pub.hi, run_begin, &w);
   a->hook_runs = w.runs;
   a->hook_lo = w.first_lo;
   a->hook_hi = w.last_hi;
@@ -880,7 +871,6 @@ static hook_ranges_t hook_ranges_of(const pg_acc_t *a) {
     h.shape = a->shape;
     h.clip_lo = a->pub.lo;
     h.clip_hi = a->pub.hi;
-    h.mixed = a->hook_mixed;
   }
   return h;
 }
@@ -892,7 +882,7 @@ static void hook_ranges_retire(const hook_ranges_t *h) {
   }
   run_walk_t w = {.dir = h->dir, .runs = h->runs, .clip_lo = h->clip_lo, .clip_hi = h->clip_hi,
                   .first_lo = h->lo, .last_hi = h->hi};
-  shaped_runs(&h->shape, h->clip_lo, h->clip_hi, h->mixed, run_retire, &w);
+  shaped_runs(&h->shape, h->clip_lo, h->clip_hi, run_retire, &w);
 }
 
 void pg_acc_hook_retire(const pg_acc_t *a) {

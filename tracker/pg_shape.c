@@ -167,24 +167,10 @@ static uintptr_t unit_end(const pg_shape_t *s, uintptr_t x, uintptr_t page) {
 }
 
 size_t pg_shape_page_runs(const pg_shape_t *s, uintptr_t clip_lo, uintptr_t clip_hi,
-                          uintptr_t page, bool whole_only, size_t max_runs,
+                          uintptr_t page, size_t max_runs,
                           void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg) {
   size_t n = 0, looked = 0;
   uintptr_t mask = ~(page - 1);
-  if (whole_only) { /* rows never abut (a shape has gaps): each row's whole pages, if any */
-    if (s->width < page) return 0;
-    for (uintptr_t x = pg_shape_next(s, clip_lo); x < clip_hi && n < max_runs &&
-                                                  looked++ < 4 * max_runs + 4;) {
-      uintptr_t end = min_u(x + (s->width - (x - s->base) % s->slice % s->pitch), clip_hi);
-      uintptr_t lo = (x + page - 1) & mask, hi = end & mask;
-      if (lo < hi) {
-        fn(lo, hi, arg);
-        n++;
-      }
-      x = pg_shape_next(s, end);
-    }
-    return n;
-  }
   uintptr_t x = pg_shape_next(s, clip_lo);
   while (x < clip_hi && n < max_runs && looked++ < 4 * max_runs + 4) {
     uintptr_t lo = max_u(x & mask, clip_lo);

@@ -58,13 +58,12 @@ static inline bool pg_shape_intersects(const pg_shape_t *s, uintptr_t lo, uintpt
 bool pg_shape_overlap(const pg_shape_t *a, const pg_shape_t *b, uintptr_t lo, uintptr_t hi);
 
 /* Page runs: calls fn(lo, hi, arg) for the first max_runs maximal runs of pages [lo, hi)
- * (page-aligned, clipped to [clip_lo, clip_hi)), in address order, that hold a touched byte
- * (whole_only: whose every byte is touched; a row narrower than a page then has none); pages
- * holding only gap bytes are never in one. Returns how many fn was called for. Cost: O(1) per run
- * for rows closer than a page (a slice, or the whole shape, is one run), else O(1) per row
- * looked at, at most 4 * max_runs + 4 rows. page is a power of two. */
+ * (page-aligned, clipped to [clip_lo, clip_hi)), in address order, that hold a touched byte;
+ * pages holding only gap bytes are never in one. Returns how many fn was called for. Cost: O(1)
+ * per run where rows are closer than a page (a slice, or the whole shape, is one run), else O(1)
+ * per row looked at, at most 4 * max_runs + 4 rows. page is a power of two. */
 size_t pg_shape_page_runs(const pg_shape_t *s, uintptr_t clip_lo, uintptr_t clip_hi,
-                          uintptr_t page, bool whole_only, size_t max_runs,
+                          uintptr_t page, size_t max_runs,
                           void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg);
 
 #endif /* PG_SHAPE_H */

@@ -194,11 +194,8 @@ size_t pg_access_find_shaped(pg_query_kind_t kind, unsigned flags, const pg_shap
                              pg_dir_t dir, cudaStream_t stream, pg_access_t *out, size_t cap);
 /* A CPU fault at byte `at`: pg_access_find over [p, p+n) (the page around it), except that a
  * shaped access counts only when it touches `at` itself (the CPU touched a gap byte of a page that
- * also holds rows: no conflict). */
-/* Which pages a shaped access guards (the guard-page hooks are called run by run): with
- * mixed_pages, every page holding one of its bytes, gap bytes too (the fault handler single-steps
- * a CPU access to a gap byte there); without, only pages all of whose bytes it touches. */
-void pg_tracker_set_shaped_guard(bool mixed_pages);
+ * also holds rows: no conflict). A shaped access guards every page holding one of its bytes: the
+ * guard-page hooks are called run by run, never for a page of gap bytes only. */
 size_t pg_access_find_at(pg_query_kind_t kind, unsigned flags, const void *p, size_t n,
                          uintptr_t at, pg_dir_t dir, cudaStream_t stream, pg_access_t *out,
                          size_t cap);

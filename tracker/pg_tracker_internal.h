@@ -136,7 +136,6 @@ struct pg_acc {
    * i; hook_lo and hook_hi are the ends of the runs at the clip's edges as the hook widened
    * them (pg_inflight.c, "shaped accesses"). */
   uint64_t hook_runs;
-  bool hook_mixed;             /* its runs took pages that hold gap bytes too */
   atomic_bool ready;           /* indexed and its begin hook done: retirement may take it */
   bool has_event;              /* still holds pub.event (st->mu): given back once seen complete */
   /* pg_stamp() when pinguard first saw it complete (its event answered), 0 before. Seeing it

@@ -4,7 +4,8 @@
  *              gap pages): no report, and enforce does not wait (the copy is still in flight
  *              after the read: "in flight after the read: yes")
  *   gap_page   the same with 100-byte rows at a pitch of 3000: the CPU reads a gap byte of a page
- *              that also holds row bytes (guarded for them): no report
+ *              that also holds row bytes (guarded for them): no report (with single steps, no
+ *              wait either)
  *   gap_then_row  gap_page, then a row byte of the same page: with single steps
  *              (guard_shared_edges) the page stayed guarded for the rows, so this read is
  *              cpu-read-during-device-write

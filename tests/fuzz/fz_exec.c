@@ -1071,12 +1071,27 @@ static void op_cpu(int i, const fz_op_t *o, uint64_t opened) {
   bool must = false;
   char why[160] = "";
   bool guarded = b->size >= M.cfg->guard_min;
+  /* A pitched copy whose guarded page this op first touches on a gap byte (the page also holds
+   * its rows) is no conflict there, and without single steps pinguard lets that copy's guard go
+   * (enforce waits for it first): from that page on it requires no report. */
+  size_t *gap_from = calloc(T->nd ? T->nd : 1, sizeof *gap_from); /* 1 + the page index, 0: none */
+  for (size_t k = 0; k < T->nd && gap_from; k++) {
+    const dacc_t *d = &T->d[k];
+    touch_t t = dacc_touch(d);
+    if (!d->pitch || !d->live || d->buf != b->gen) continue;
+    for (uintptr_t pg = lo & ~(uintptr_t)(FZ_PAGE - 1); pg < hi && !gap_from[k]; pg += FZ_PAGE) {
+      uintptr_t first = pg > lo ? pg : lo;
+      if (touch_meets(&t, pg, pg + FZ_PAGE) && !touch_meets(&t, first, first + 1))
+        gap_from[k] = 1 + (pg - (uintptr_t)b->p) / FZ_PAGE;
+    }
+  }
   for (uintptr_t pg = lo & ~(uintptr_t)(FZ_PAGE - 1); pg < hi && guarded && !must; pg += FZ_PAGE) {
     size_t pi = (pg - (uintptr_t)b->p) / FZ_PAGE;
     if (hfn_may_open(b, pg, op_open)) continue;
     for (size_t k = 0; k < T->nd && !must; k++) {
       const dacc_t *d = &T->d[k];
       touch_t t = dacc_touch(d);
+      if (gap_from && gap_from[k] && gap_from[k] - 1 <= pi) continue;
       if (d->live && !d->unguarded && d->buf == b->gen && touch_covers(&t, pg, pg + FZ_PAGE) &&
           (write || may_write(d->dir)) && surely_unordered(d, &most)) {
         must = true;
@@ -1089,6 +1104,9 @@ static void op_cpu(int i, const fz_op_t *o, uint64_t opened) {
   check_reports(i, r, n, write ? "cpu-write-during-device-access" : "cpu-read-during-device-write",
                 cpu_ok, &c, &c.page, 0, 0, must, why);
   for (size_t k = 0; k < n; k++) release_pages_of(&r[k]);
+  for (size_t k = 0; k < T->nd && gap_from; k++)
+    if (gap_from[k]) T->d[k].unguarded = true;
+  free(gap_from);
   if (write) {
     memset(b->model + off, o->a[4], (size_t)len);
   } else if (M.cfg->mode_enforce && !M.failed) {

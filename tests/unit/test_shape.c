@@ -109,7 +109,7 @@ Test(shape, page_runs_skip_gap_pages) {
   uintptr_t base = 0x100000;
   cr_assert(pg_shape_make(&s, (void *)base, 3 * 4096, 0, 4096, 3, 1));
   nruns = 0;
-  cr_assert_eq(pg_shape_page_runs(&s, base, pg_shape_end(&s), 4096, false, 64, note_run, NULL), 3);
+  cr_assert_eq(pg_shape_page_runs(&s, base, pg_shape_end(&s), 4096, 64, note_run, NULL), 3);
   for (size_t i = 0; i < 3; i++) {
     cr_assert_eq(runs_lo[i], base + i * 3 * 4096);
     cr_assert_eq(runs_hi[i], base + i * 3 * 4096 + 4096);
@@ -118,7 +118,7 @@ Test(shape, page_runs_skip_gap_pages) {
    * in, clipped to the hull; the page between holds only gap bytes. */
   cr_assert(pg_shape_make(&s, (void *)(base + 4000), 9000, 0, 100, 2, 1));
   nruns = 0;
-  cr_assert_eq(pg_shape_page_runs(&s, s.base, pg_shape_end(&s), 4096, false, 64, note_run, NULL), 2);
+  cr_assert_eq(pg_shape_page_runs(&s, s.base, pg_shape_end(&s), 4096, 64, note_run, NULL), 2);
   cr_assert_eq(runs_lo[0], base + 4000);
   cr_assert_eq(runs_hi[0], base + 8192);
   cr_assert_eq(runs_lo[1], base + 12288);
@@ -126,28 +126,17 @@ Test(shape, page_runs_skip_gap_pages) {
   /* At a pitch of 5000 the second row's page abuts the first's: one run. */
   cr_assert(pg_shape_make(&s, (void *)(base + 4000), 5000, 0, 100, 2, 1));
   nruns = 0;
-  cr_assert_eq(pg_shape_page_runs(&s, s.base, pg_shape_end(&s), 4096, false, 64, note_run, NULL), 1);
+  cr_assert_eq(pg_shape_page_runs(&s, s.base, pg_shape_end(&s), 4096, 64, note_run, NULL), 1);
   /* Gaps shorter than a page: one run, whatever the row count. */
   cr_assert(pg_shape_make(&s, (void *)base, 256, 0, 128, 1000, 1));
   nruns = 0;
-  cr_assert_eq(pg_shape_page_runs(&s, s.base, pg_shape_end(&s), 4096, false, 64, note_run, NULL), 1);
+  cr_assert_eq(pg_shape_page_runs(&s, s.base, pg_shape_end(&s), 4096, 64, note_run, NULL), 1);
   cr_assert_eq(runs_hi[0], pg_shape_end(&s));
   /* More runs than allowed: the first ones. */
   cr_assert(pg_shape_make(&s, (void *)base, 8192, 0, 128, 1000, 1));
   nruns = 0;
-  cr_assert_eq(pg_shape_page_runs(&s, s.base, pg_shape_end(&s), 4096, false, 64, note_run, NULL), 64);
+  cr_assert_eq(pg_shape_page_runs(&s, s.base, pg_shape_end(&s), 4096, 64, note_run, NULL), 64);
   cr_assert_eq(runs_lo[63], base + 63 * 8192);
-  /* Whole pages only: rows of 2.5 pages from mid-page hold one or two whole pages each. */
-  cr_assert(pg_shape_make(&s, (void *)(base + 2048), 4 * 4096, 0, 10240, 3, 1));
-  nruns = 0;
-  cr_assert_eq(pg_shape_page_runs(&s, s.base, pg_shape_end(&s), 4096, true, 64, note_run, NULL), 3);
-  cr_assert_eq(runs_lo[0], base + 4096);
-  cr_assert_eq(runs_hi[0], base + 12288);
-  cr_assert_eq(runs_lo[1], base + 4 * 4096 + 4096);
-  /* Rows narrower than a page: none. */
-  cr_assert(pg_shape_make(&s, (void *)base, 8192, 0, 4000, 3, 1));
-  nruns = 0;
-  cr_assert_eq(pg_shape_page_runs(&s, s.base, pg_shape_end(&s), 4096, true, 64, note_run, NULL), 0);
 }
 
 Test(shape, overlap_is_flat_in_the_row_count) {
