@@ -159,9 +159,18 @@ typedef struct probe {
   cudaStream_t stream;  /* PROBE_CONFLICTS: its stream */
   const pg_lookup_t *lk; /* PROBE_CONFLICTS: the span's region lookup, if kept */
   bool guarding;        /* a fault's: only the accesses still guarding their pages */
+  const pg_shape_t *shape; /* a pitched side: only these bytes of [p, p+n) (NULL: all) */
+  uintptr_t at;         /* a fault's byte: a pitched copy in flight counts if it touches it */
 } probe_t;
 
 static size_t run_probe(const probe_t *q, pg_access_t *out, size_t cap) {
+  unsigned flags = q->guarding ? PG_FIND_GUARDING : 0;
+  if (q->shape)
+    return pg_access_find_shaped((pg_query_kind_t)q->kind, flags, q->shape, q->dir, q->stream,
+                                 out, cap);
+  if (q->at)
+    return pg_access_find_at((pg_query_kind_t)q->kind, flags, q->p, q->n, q->at, q->dir,
+                             q->stream, out, cap);
   if (q->guarding)
     return pg_access_find((pg_query_kind_t)q->kind, PG_FIND_GUARDING, q->p, q->n, q->dir,
                           q->stream, out, cap);
@@ -448,6 +457,15 @@ static void keep_pinned_spans(pg_op_t *op) {
   op->nlk = kept < PG_OP_LOOKUPS ? kept : PG_OP_LOOKUPS;
 }
 
+/* The shape of a pitched side (the one whose hull is exactly the span), or NULL: a plain span. */
+static const pg_shape_t *span_shape(const pg_op_t *op, const pg_span_t *s) {
+  for (unsigned k = 0; k < op->nshapes; k++)
+    if (op->shapes[k].base == (uintptr_t)s->p &&
+        pg_shape_end(&op->shapes[k]) - op->shapes[k].base == s->n)
+      return &op->shapes[k];
+  return NULL;
+}
+
 /* Span i of op, looked up (lk, or NULL past PG_OP_LOOKUPS): the new access must not start
  * before the ones it races with. Enforce waits for them on the host (exactly those, never a
  * device-wide sync); during a capture it reports. */
@@ -469,7 +487,7 @@ static void settle_span(const pg_op_t *op, size_t i, const pg_lookup_t *lk) {
   const pg_span_t *s = &op->spans[i];
   pg_access_t found[MAX_FOUND];
   probe_t q = {.kind = PROBE_CONFLICTS, .p = s->p, .n = s->n, .dir = s->dir,
-               .stream = op->stream, .lk = lk};
+               .stream = op->stream, .lk = lk, .shape = span_shape(op, s)};
   /* A source read out of stream order is not ordered after its own stream's earlier work:
    * like a host read, it races every device write still in flight. */
   if (s->order != PG_SRC_STREAM) q.kind = PROBE_WRITES;
@@ -528,7 +546,10 @@ static inline __attribute__((always_inline)) bool begin_accesses(const pg_op_t *
   bool any = false;
   for (size_t i = 0; i < op->nspans; i++) {
     if (op->spans[i].order == PG_SRC_AT_CALL) continue; /* read during the call: done */
-    if (i < op->nlk) any |= pg_access_begin_at(&op->lk[i], op->spans[i].dir, stream, origin, st) > 0;
+    const pg_shape_t *shape = op->nshapes ? span_shape(op, &op->spans[i]) : NULL;
+    if (shape) any |= pg_access_begin_shaped(shape, op->spans[i].dir, stream, &origin, st) > 0;
+    else if (i < op->nlk)
+      any |= pg_access_begin_at(&op->lk[i], op->spans[i].dir, stream, origin, st) > 0;
     else
       any |= pg_access_begin(op->spans[i].p, op->spans[i].n, op->spans[i].dir, stream, &origin,
                              st) > 0;
@@ -569,6 +590,8 @@ void pg_decide_after_op(pg_op_t *op) {
   after_op_spans(op);
 }
 
+void pg_decide_after_shaped_op(pg_op_t *op) { after_op_spans(op); }
+
 void pg_decide_untracked_op(cudaStream_t s) { pg_hb_enqueue(s); }
 
 /* ---- capture and graphs -------------------------------------------------------------------- */
@@ -598,7 +621,8 @@ void pg_decide_graph_launch_check(cudaGraphExec_t exec, cudaStream_t s, const ch
       const pg_span_t *sp = &ops[i].spans[k];
       /* Checked on the launch stream, against what is in flight now (the capture's lookup was
        * for the capture's stream, and stale). The graph's own ops share the launch stream. */
-      probe_t q = {.kind = PROBE_CONFLICTS, .p = sp->p, .n = sp->n, .dir = sp->dir, .stream = s};
+      probe_t q = {.kind = PROBE_CONFLICTS, .p = sp->p, .n = sp->n, .dir = sp->dir, .stream = s,
+                   .shape = span_shape(&ops[i], sp)};
       settle(PG_KIND_DEVICE_ACCESS_CONFLICT, &q, api, st, found, MAX_FOUND, false, 0);
     }
   free(ops);
@@ -715,7 +739,7 @@ void pg_decide_hostfn_leave(void) {
   hostfn_nopen = 0;
 }
 
-void pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp) {
+bool pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp, bool can_step) {
   uintptr_t page_size = pg_page_size();
   uintptr_t page = addr & ~(page_size - 1);
   /* This may run on a program's small alternate signal stack (SA_ONSTACK): keep the frame small.
@@ -724,10 +748,11 @@ void pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp) {
   /* A read races only with device writes; a write with any device access. The probe is the
    * whole page, since the instruction (a memcpy, say) may go on across it, onto bytes of
    * accesses too short to guard the page themselves; but only the page's bytes of the pinned
-   * region the fault hit. On a guarded edge page (PG_REGION_FLAG_OWNS_EDGES) the bytes outside
+   * region the fault hit. A pitched copy's side counts only when its rows hold the faulting byte
+   * itself: a touch of the gap between its rows is no conflict. On a guarded edge page (PG_REGION_FLAG_OWNS_EDGES) the bytes outside
    * the region are nobody's (a malloc header): touching them is no conflict. */
   probe_t q = {.kind = is_write ? PROBE_ANY : PROBE_WRITES, .p = (const void *)page,
-               .n = page_size, .guarding = true};
+               .n = page_size, .guarding = true, .at = addr};
   pg_region_t reg;
   if (!pg_region_find((const void *)addr, &reg)) {
     q.n = 0; /* outside every region: no conflict */
@@ -774,10 +799,30 @@ void pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp) {
     pg_tracker_retire();
     pg_guard_refresh(page);
     if (!pg_guard_page_allows(page, is_write)) {
+      /* A gap byte of pitched copies whose rows share the page (the accesses the page probe
+       * finds but the byte's did not): with single steps the page stays guarded for them and
+       * this one instruction runs with it open; without, they stop guarding (as after a report:
+       * they stay tracked for every other check) and the page is looked at again. Enforce
+       * first waits for them, without a report, since their rows' later CPU accesses will not
+       * fault. */
+      probe_t page_q = q;
+      page_q.at = 0;
+      size_t gap = q.n && !pg_hb_in_hostfn() ? run_probe(&page_q, found, FAULT_FOUND) : 0;
+      if (gap && can_step) return true;
+      if (gap) {
+        size_t have = gap < FAULT_FOUND ? gap : FAULT_FOUND;
+        uint64_t t0 = pg_clock_ns();
+        for (size_t i = 0; i < have && enforcing() && may_wait(); i++)
+          if (!found[i].completed) (void)wait_bounded(&found[i], t0);
+        for (size_t i = 0; i < have; i++) pg_access_unguard(&found[i]);
+        pg_guard_refresh(page);
+        if (pg_guard_page_allows(page, is_write)) return false;
+      }
       pg_guard_release(page, page + page_size);
       note_opened(page, page + page_size);
     }
   }
+  return false;
 }
 
 void pg_decide_syscall(const void *p, size_t n, bool kernel_writes, const char *call,

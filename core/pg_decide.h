@@ -33,6 +33,7 @@ typedef struct pg_span {
 
 #define PG_OP_MAX_SPANS 64
 #define PG_OP_LOOKUPS 2 /* spans whose region lookup is kept (a copy has one or two) */
+#define PG_OP_SHAPES 2  /* pitched sides (a 2D or 3D copy has one or two) */
 
 /* An asynchronous GPU operation that may touch pinned host memory. */
 typedef struct pg_op {
@@ -41,6 +42,9 @@ typedef struct pg_op {
   const void *func;   /* kernel function, NULL for copies */
   cudaStream_t stream;  /* already resolved: stream 0 of a _ptsz call is cudaStreamPerThread */
   bool only_tracked;  /* kernel scans: consider known regions only, never ask the runtime */
+  /* Pitched sides (pg_op_add_pitched): the span whose p and n are shapes[k]'s hull touches only
+   * shapes[k]'s bytes. Ops with shapes go through pg_decide_after_shaped_op. */
+  uint8_t nshapes;
   size_t nspans;
   pg_span_t spans[PG_OP_MAX_SPANS];
   pg_stack_t stack;   /* the enqueuing call site: captured from `site` by pg_decide_before_op
@@ -51,6 +55,7 @@ typedef struct pg_op {
    * stage of the op (the tracker checks they are still current). */
   size_t nlk;
   pg_lookup_t lk[PG_OP_LOOKUPS];
+  pg_shape_t shapes[PG_OP_SHAPES];
 } pg_op_t;
 
 /* ---- lifecycle --------------------------------------------------------------------------- */
@@ -100,6 +105,9 @@ void pg_decide_before_op(pg_op_t *op);
 /* After the real call succeeded: the op's spans become in-flight accesses (but a PG_SRC_AT_CALL
  * source, which the call has read already). */
 void pg_decide_after_op(pg_op_t *op);
+/* The same for an op with pitched sides (op->nshapes > 0): each shaped span is begun as its
+ * shape (the common op's path, which pg_decide_after_op takes, knows only plain spans). */
+void pg_decide_after_shaped_op(pg_op_t *op);
 /* Untracked work enqueued on the legacy default stream still orders the blocking streams. */
 void pg_decide_untracked_op(cudaStream_t s);
 
@@ -142,7 +150,11 @@ void pg_decide_fault_stack(pg_stack_t *out, void *pc, void *fp);
  * settles the conflicting accesses (enforce waits, audit reports; the CPU stack is unwound only
  * once a conflict is found, through pg_decide_fault_stack, so this must run on the stack the
  * handler was entered on) and leaves the page so that the instruction can run when retried. */
-void pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp);
+/* True when the instruction is to be single-stepped with the page open (the caller can step:
+ * can_step): it touched a byte no access in flight touches (a gap between a pitched copy's rows)
+ * on a page that stays guarded for the bytes they do touch. Without can_step those copies stop
+ * guarding their pages instead (they stay tracked), as after a report. */
+bool pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp, bool can_step);
 /* Before a system call that reads (kernel_writes=false: write, send) or fills (true: read,
  * recv) [p, p+n): settles conflicts, then makes sure the kernel will not meet a guarded page
  * (it would return EFAULT rather than fault). `call` names it in reports, e.g. "write(2)". */

@@ -121,7 +121,7 @@ static const char *pitched_what(CUmemorytype src, CUmemorytype dst) {
                 ptsz);                                                                        \
     add_sides;                                                                                \
     PG_CAPTURE_SITE(&op);                                                                      \
-    return PG_TRACKED_CALL(&op, PG_FORWARD_CU(name, p, s));                                   \
+    return PG_TRACKED_SHAPED_CALL(&op, PG_FORWARD_CU(name, p, s));                            \
   }
 #define SIDES_2D                                                                              \
   pg_op_add_pitched(&op, src, p->srcPitch, 1, p->srcXInBytes, p->srcY, 0, p->WidthInBytes,    \

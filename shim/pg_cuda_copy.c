@@ -32,7 +32,7 @@ static const char *kind_name(enum cudaMemcpyKind kind) {
 PG_MEMCPY_ASYNC(cudaMemcpyAsync, false)
 PG_MEMCPY_ASYNC(cudaMemcpyAsync_ptsz, true)
 
-/* ---- cudaMemcpy2DAsync: the host span covers every row, pitch gaps included --------------- */
+/* ---- cudaMemcpy2DAsync: the host side touches its rows only, not the gaps between them ------- */
 #define PG_MEMCPY_2D_ASYNC(name, ptsz)                                                        \
   PG_INTERCEPT(cudaError_t, name, void *dst, size_t dpitch, const void *src, size_t spitch,   \
                size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t s) {       \
@@ -45,8 +45,8 @@ PG_MEMCPY_ASYNC(cudaMemcpyAsync_ptsz, true)
     if (kind != cudaMemcpyHostToDevice)                                                       \
       pg_op_add_pitched(&op, dst, dpitch, 1, 0, 0, 0, width, height, 1, PG_DIR_WRITE);        \
     PG_CAPTURE_SITE(&op);                                                                      \
-    return PG_TRACKED_CALL(&op, PG_FORWARD(name, dst, dpitch, src, spitch, width, height,     \
-                                           kind, s));                                         \
+    return PG_TRACKED_SHAPED_CALL(&op, PG_FORWARD(name, dst, dpitch, src, spitch, width,      \
+                                                  height, kind, s));                          \
   }
 PG_MEMCPY_2D_ASYNC(cudaMemcpy2DAsync, false)
 PG_MEMCPY_2D_ASYNC(cudaMemcpy2DAsync_ptsz, true)
@@ -69,7 +69,7 @@ static void add_pitched(pg_op_t *op, struct cudaPitchedPtr pp, struct cudaPos po
     if (!p->dstArray && p->kind != cudaMemcpyHostToDevice)                                    \
       add_pitched(&op, p->dstPtr, p->dstPos, p->extent, PG_DIR_WRITE);                        \
     PG_CAPTURE_SITE(&op);                                                                      \
-    return PG_TRACKED_CALL(&op, PG_FORWARD(name, p, s));                                      \
+    return PG_TRACKED_SHAPED_CALL(&op, PG_FORWARD(name, p, s));                               \
   }
 PG_MEMCPY_3D_ASYNC(cudaMemcpy3DAsync, false)
 PG_MEMCPY_3D_ASYNC(cudaMemcpy3DAsync_ptsz, true)

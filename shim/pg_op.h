@@ -16,6 +16,7 @@ static inline void pg_op_begin(pg_op_t *op, const char *api, const char *what, c
   op->func = NULL;
   op->stream = pg_stream_of(s, ptsz);
   op->only_tracked = false;
+  op->nshapes = 0;
   op->nspans = 0;
   op->nlk = 0; /* no region lookups kept yet (pg_decide_before_op makes them) */
   op->site.ret = NULL; /* the stack is filled by the caller, unless PG_CAPTURE_SITE */
@@ -42,8 +43,9 @@ static inline void pg_op_add_source(pg_op_t *op, const void *p, size_t n, pg_src
   if (op->nspans > k) op->spans[k].order = order;
 }
 
-/* The host bytes one side of a pitched copy covers: `depth` slices `slice` bytes apart, each of
- * `height` rows `pitch` bytes apart, each row `width` bytes, the gaps between them included. */
+/* The hull of one side of a pitched copy: `depth` slices `slice` bytes apart, each of `height`
+ * rows `pitch` bytes apart, each row `width` bytes, from the first row's start to the last row's
+ * end. */
 static inline size_t pg_pitched_span(size_t pitch, size_t slice, size_t width, size_t height,
                                      size_t depth) {
   if (!width || !height || !depth) return 0;
@@ -52,14 +54,21 @@ static inline size_t pg_pitched_span(size_t pitch, size_t slice, size_t width, s
 
 /* One side of a 2D or 3D copy (the runtime's cudaMemcpy2D/3DAsync, the driver's CUDA_MEMCPY2D
  * and CUDA_MEMCPY3D): the rows from byte x of row y of slice z of `base`, whose slices are
- * `rows` rows of `pitch` bytes (any value for a 2D copy, which has one slice). */
+ * `rows` rows of `pitch` bytes (any value for a 2D copy, which has one slice). The span is the
+ * hull; when the rows leave gaps, the shape (pg_shape.h) says which bytes the copy touches, and
+ * only those count. An op with shapes is forwarded with PG_TRACKED_SHAPED_CALL. */
 static inline void pg_op_add_pitched(pg_op_t *op, const void *base, size_t pitch, size_t rows,
                                      size_t x, size_t y, size_t z, size_t width, size_t height,
                                      size_t depth, pg_dir_t dir) {
   if (!base) return;
   size_t slice = pitch * rows;
   const char *p = (const char *)base + z * slice + y * pitch + x;
-  pg_op_add_span(op, p, pg_pitched_span(pitch, slice, width, height, depth), dir);
+  size_t n = pg_pitched_span(pitch, slice, width, height, depth);
+  size_t k = op->nspans;
+  pg_op_add_span(op, p, n, dir);
+  if (op->nspans > k && op->nshapes < PG_OP_SHAPES &&
+      pg_shape_make(&op->shapes[op->nshapes], p, pitch, slice, width, height, depth))
+    op->nshapes++;
 }
 
 /* The host operands a cudaMemcpyKind implies. For cudaMemcpyDefault either side may be host
@@ -86,6 +95,17 @@ static inline void pg_op_add_copy_spans(pg_op_t *op, void *dst, const void *src,
     pg_decide_before_op(op);                            \
     __typeof__(call) err_ = (call);                     \
     if (err_ == 0) pg_decide_after_op(op);              \
+    pg_shim_leave(r_);                                  \
+    err_;                                               \
+  })
+
+/* PG_TRACKED_CALL for an op that may have pitched sides (pg_op_add_pitched). */
+#define PG_TRACKED_SHAPED_CALL(op, call)                \
+  __extension__({                                       \
+    pg_reentry_t r_ = pg_shim_enter();                  \
+    pg_decide_before_op(op);                            \
+    __typeof__(call) err_ = (call);                     \
+    if (err_ == 0) pg_decide_after_shaped_op(op);       \
     pg_shim_leave(r_);                                  \
     err_;                                               \
   })

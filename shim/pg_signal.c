@@ -105,6 +105,7 @@ typedef struct fault {
   ucontext_t *uc;
   pg_guard_claim_t claim; /* what the lock-free look said */
   bool handled;           /* out: the fault was pinguard's and is settled */
+  bool step;              /* out: run the instruction once with the page open (a gap byte) */
 } fault_t;
 
 /* A fault on a page pinguard protected once but has opened since: another thread unprotected it
@@ -136,14 +137,17 @@ static __thread bool trap_was_blocked; /* the stepped code had SIGTRAP blocked *
 /* A thread may block SIGTRAP (runtime worker threads block every asynchronous signal), and a
  * blocked trap kills the process: the mask the interrupted code gets back lets it through for
  * the one instruction, and the trap puts it back. */
-static bool step_over(uintptr_t addr, ucontext_t *uc) {
-  if (nsteps == PG_MAX_STEPS || !pg_guard_is_neighbour(addr) || !pg_guard_step_begin(addr))
-    return false;
+static bool step_page(uintptr_t addr, ucontext_t *uc) {
+  if (nsteps == PG_MAX_STEPS || !pg_guard_step_begin(addr)) return false;
   if (nsteps++ == 0) trap_was_blocked = sigismember(&uc->uc_sigmask, SIGTRAP) == 1;
   step_pages[nsteps - 1] = addr;
   sigdelset(&uc->uc_sigmask, SIGTRAP);
   uc->uc_mcontext.gregs[REG_EFL] |= PG_X86_TRAP_FLAG;
   return true;
+}
+
+static bool step_over(uintptr_t addr, ucontext_t *uc) {
+  return pg_guard_is_neighbour(addr) && step_page(addr, uc);
 }
 
 /* The trap after a stepped instruction: close the pages it opened. */
@@ -167,8 +171,9 @@ static void handle_fault(void *arg) {
   stale_page = 0;
   pg_reentry_t r = pg_shim_enter();
   bool is_write = (f->uc->uc_mcontext.gregs[REG_ERR] & 2) != 0; /* x86 page-fault error code */
-  pg_decide_cpu_fault(addr, is_write, (void *)f->uc->uc_mcontext.gregs[REG_RIP],
-                      (void *)f->uc->uc_mcontext.gregs[REG_RBP]);
+  f->step = pg_decide_cpu_fault(addr, is_write, (void *)f->uc->uc_mcontext.gregs[REG_RIP],
+                                (void *)f->uc->uc_mcontext.gregs[REG_RBP],
+                                nguarded == 3 && nsteps < PG_MAX_STEPS);
   pg_shim_leave(r);
   f->handled = true;
 }
@@ -268,6 +273,8 @@ __attribute__((optimize("no-omit-frame-pointer"))) static void on_fault(int sig,
   }
   if (f.claim != PG_GUARD_NOT_OURS)
     settle_on_own_stack(&f, (uintptr_t)uc->uc_mcontext.gregs[REG_RSP]);
+  /* A gap byte between a pitched copy's rows, on a page its rows keep guarded: no conflict. */
+  if (f.handled && f.step) step_page((uintptr_t)info->si_addr, uc);
   errno = saved_errno;
   if (f.handled) return; /* the faulting instruction runs again */
   chain(sig, info, uctx);

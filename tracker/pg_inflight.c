@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pg_stamp.h"
 #include "pg_tracker_internal.h"
@@ -343,6 +344,7 @@ typedef struct begin_ctx {
   uint64_t op;        /* the first piece's id (0 before it) */
   uint64_t first_seq; /* the first piece's sequence number */
   bool hook;          /* a begin hook runs for each piece (guard pages) */
+  const pg_shape_t *shape; /* a pitched copy's side (NULL: every byte of the span) */
 } begin_ctx_t;
 
 /* st->mu held: one piece [lo, hi) of region hit h, recorded on the stream and put on its FIFO
@@ -399,6 +401,8 @@ static inline __attribute__((always_inline)) pg_acc_t *begin_piece(begin_ctx_t *
   if (c->stack) pg_stack_copy(&a->pub.stack, c->stack);
   else a->pub.stack.depth = 0;
   a->blocking = LD(st->blocking);
+  a->shaped = c->shape != NULL;
+  if (__builtin_expect(c->shape != NULL, 0)) a->shape = *c->shape;
   atomic_store_explicit(&a->hooked, false, memory_order_relaxed);
   /* Without a begin hook to run, retirement may take it as soon as it is indexed. */
   atomic_store_explicit(&a->ready, !c->hook, memory_order_relaxed);
@@ -427,6 +431,8 @@ static inline __attribute__((always_inline)) size_t begin_enter(pg_stream_t *st,
   return retired;
 }
 
+static bool shaped_hook_begin(pg_acc_t *a);
+
 /* After st->mu is released: the pieces that wait for their region's set, or for the begin
  * hook, are made ready (out of line: the common piece, on its stream's own owner list with no
  * hook, needs none of it). */
@@ -453,12 +459,13 @@ __attribute__((noinline)) static void begin_finish(pg_stream_t *st, bool hook,
     if (hook) {
       a->hook_lo = a->pub.lo;
       a->hook_hi = a->pub.hi;
-      bool hooked = pg_hook_begin(&a->hook_lo, &a->hook_hi, a->pub.dir, pg_hook_ctx);
+      bool hooked = a->shaped ? shaped_hook_begin(a)
+                              : pg_hook_begin(&a->hook_lo, &a->hook_hi, a->pub.dir, pg_hook_ctx);
       /* Its region's removal may have forgotten the pages before the hook counted them: undo
        * the count now, since no retirement will. */
       if (hooked && (atomic_load_explicit(&a->where, memory_order_acquire) == PG_IN_NONE ||
                      LD(r->gen) != a->region_gen)) {
-        pg_hook_retire(a->hook_lo, a->hook_hi, a->pub.dir, pg_hook_ctx);
+        pg_acc_hook_retire(a);
         hooked = false;
       }
       atomic_store_explicit(&a->hooked, hooked, memory_order_relaxed);
@@ -502,7 +509,8 @@ static inline __attribute__((always_inline)) int begin_leave(begin_ctx_t *c, pg_
 /* Any span: one piece per region, clipped so that no byte is tracked twice when regions
  * overlap. */
 static int begin(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t nh, pg_dir_t dir,
-                 cudaStream_t stream, const pg_origin_t *origin, const pg_stack_t *stack) {
+                 cudaStream_t stream, const pg_origin_t *origin, const pg_stack_t *stack,
+                 const pg_shape_t *shape) {
   if (nh > MAX_PIECES) nh = MAX_PIECES;
   uintptr_t plo[MAX_PIECES], phi[MAX_PIECES], cur = lo;
   size_t hit_of[MAX_PIECES], np = 0;
@@ -519,7 +527,7 @@ static int begin(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t
   pg_stream_t *st = pg_stream_get(stream);
   if (!pg_stream_tracked(st)) return untracked_begin();
   begin_ctx_t c = {.st = st, .stream = stream, .dir = dir, .origin = origin, .stack = stack,
-                   .t = pg_stamp(), .hook = pg_hook_begin != NULL};
+                   .t = pg_stamp(), .hook = pg_hook_begin != NULL, .shape = shape};
   pg_acc_t *accs[MAX_PIECES], *later = NULL;
   size_t ok = 0;
   bool pending = false;
@@ -540,7 +548,7 @@ int pg_access_begin(const void *p, size_t n, pg_dir_t dir, cudaStream_t stream,
   if (!n || !pg_ops.event_record) return 0;
   pg_region_hit_t hits[MAX_PIECES];
   size_t nh = pg_regions_overlapping(lo, hi, hits, MAX_PIECES);
-  return begin(lo, hi, hits, nh, dir, stream, origin, stack);
+  return begin(lo, hi, hits, nh, dir, stream, origin, stack, NULL);
 }
 
 /* The origin comes by value (two registers), so that a caller can make this its tail call. */
@@ -553,7 +561,7 @@ int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
     pg_region_hit_t buf[MAX_PIECES];
     size_t nh;
     const pg_region_hit_t *hits = pg_regions_of_lookup(lk, buf, MAX_PIECES, &nh);
-    return begin(lk->lo, lk->hi, hits, nh, dir, stream, &origin, stack);
+    return begin(lk->lo, lk->hi, hits, nh, dir, stream, &origin, stack, NULL);
   }
   /* The common span: inside one region, found by a lookup that is still current, made for an
    * op on this stream (whose record it kept): begin's one piece, without its arrays. */
@@ -571,6 +579,18 @@ int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
   return begin_leave(&c, &a, a != NULL, pending, retired, later);
 }
 
+/* What a retire hook call needs of a piece, copied (pg_access_unguard releases the stream's lock
+ * before the call, after which the record may be recycled). */
+typedef struct hook_ranges {
+  pg_dir_t dir;
+  uintptr_t lo, hi;         /* hook_lo, hook_hi */
+  uint64_t runs;            /* shaped, counted run by run: which runs (else 0) */
+  pg_shape_t shape;
+  uintptr_t clip_lo, clip_hi;
+} hook_ranges_t;
+static hook_ranges_t hook_ranges_of(const pg_acc_t *a);
+static void hook_ranges_retire(const hook_ranges_t *h);
+
 /* ---- queries ------------------------------------------------------------------------------- */
 typedef struct collect {
   int mode;                 /* 0 any, 1 may write, 2 conflicts with (dir, st) */
@@ -580,7 +600,12 @@ typedef struct collect {
   const pg_stream_t *st;
   pg_access_t *out;
   size_t cap, total;
+  uintptr_t lo, hi;         /* the query's span (set by query_hits) */
+  const pg_shape_t *shape;  /* the query's bytes, when a pitched copy's (else all of [lo, hi)) */
+  uintptr_t at;             /* a fault's byte: a shaped access counts only if it touches it */
 } collect_t;
+
+static bool shaped_hit(const pg_acc_t *a, const collect_t *c);
 
 /* Inside a host function: an access ordered after it cannot have started. */
 static bool after_current_hostfn(const pg_acc_t *a) {
@@ -590,6 +615,8 @@ static bool after_current_hostfn(const pg_acc_t *a) {
 static void collect(pg_acc_t *a, void *ctx) {
   collect_t *c = ctx;
   if (after_current_hostfn(a)) return;
+  /* A pitched copy's side, on either part: only the bytes it touches count. */
+  if (__builtin_expect(a->shaped || c->shape != NULL, 0) && !shaped_hit(a, c)) return;
   if (c->mode == 1 && !pg_dir_may_write(a->pub.dir)) return;
   if (c->mode == 2) {
     if (!pg_dir_may_write(a->pub.dir) && !pg_dir_may_write(c->dir)) return; /* read/read */
@@ -651,6 +678,8 @@ static size_t query(const void *p, size_t n, collect_t *c) {
 static size_t query_hits(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t nh,
                          collect_t *c) {
   if (nh > MAX_PIECES) nh = MAX_PIECES;
+  c->lo = lo;
+  c->hi = hi;
   pg_hb_poll_flags(); /* what a flag the CPU polls has ordered */
   for (size_t i = 0; i < nh; i++) {
     pg_region_rec_t *r = hits[i].rec;
@@ -712,7 +741,7 @@ bool pg_access_quiet_at(const pg_lookup_t *lk, cudaStream_t stream) {
 void pg_access_unguard(const pg_access_t *a) {
   pg_stream_t *st = pg_stream_by_id(a->stream_id);
   if (!st) return;
-  uintptr_t lo = 0, hi = 0;
+  hook_ranges_t h = {0};
   bool owed = false;
   pg_lock(&st->mu);
   /* Still on its stream's FIFO (in sequence order) while not retired; retirement takes the
@@ -722,14 +751,13 @@ void pg_access_unguard(const pg_access_t *a) {
     if (atomic_load_explicit(&x->ready, memory_order_acquire) &&
         LD(x->region->gen) == x->region_gen &&
         atomic_exchange_explicit(&x->hooked, false, memory_order_relaxed)) {
-      lo = x->hook_lo;
-      hi = x->hook_hi;
+      h = hook_ranges_of(x); /* x may be recycled once the lock is released */
       owed = true;
     }
     break;
   }
   pg_unlock(&st->mu);
-  if (owed) pg_hook_retire(lo, hi, a->dir, pg_hook_ctx);
+  if (owed) hook_ranges_retire(&h);
 }
 
 bool pg_access_wait(const pg_access_t *a) {
@@ -746,4 +774,132 @@ bool pg_access_wait(const pg_access_t *a) {
 
 size_t pg_tracker_inflight_count(void) {
   return atomic_load_explicit(&pg_inflight_total, memory_order_relaxed);
+}
+
+/* ---- shaped accesses: one side of a pitched copy (pg_shape.h) ---------------------------------
+ * A shaped piece keeps its hull as [pub.lo, pub.hi) (indexed, summarized and clipped to its
+ * region like any piece) and its shape; every query tests the bytes themselves (collect), and its
+ * guard pages are only the pages holding its bytes. */
+
+/* Whether access a and the query c share a byte, by their shapes (a plain side: all its bytes). */
+static bool shaped_hit(const pg_acc_t *a, const collect_t *c) {
+  uintptr_t lo = a->pub.lo > c->lo ? a->pub.lo : c->lo;
+  uintptr_t hi = a->pub.hi < c->hi ? a->pub.hi : c->hi;
+  if (c->at && a->shaped) /* a fault: the byte itself */
+    return c->at >= a->pub.lo && c->at < a->pub.hi && pg_shape_contains(&a->shape, c->at);
+  return pg_shape_overlap(a->shaped ? &a->shape : NULL, c->shape, lo, hi);
+}
+
+int pg_access_begin_shaped(const pg_shape_t *shape, pg_dir_t dir, cudaStream_t stream,
+                           const pg_origin_t *origin, const pg_stack_t *stack) {
+  uintptr_t lo = shape->base, hi = pg_shape_end(shape);
+  if (lo >= hi || !pg_ops.event_record) return 0;
+  pg_region_hit_t hits[MAX_PIECES];
+  size_t nh = pg_regions_overlapping(lo, hi, hits, MAX_PIECES);
+  return begin(lo, hi, hits, nh, dir, stream, origin, stack, shape);
+}
+
+size_t pg_access_find_shaped(pg_query_kind_t kind, unsigned flags, const pg_shape_t *shape,
+                             pg_dir_t dir, cudaStream_t stream, pg_access_t *out, size_t cap) {
+  collect_t c = {.mode = (int)kind, .running_only = (flags & PG_FIND_RUNNING) != 0,
+                 .guarding_only = (flags & PG_FIND_GUARDING) != 0, .dir = dir, .out = out,
+                 .cap = cap, .shape = shape};
+  if (kind == PG_QUERY_CONFLICTS && !(c.st = pg_stream_get(stream))) return 0;
+  return query((const void *)shape->base, pg_shape_end(shape) - shape->base, &c);
+}
+
+size_t pg_access_find_at(pg_query_kind_t kind, unsigned flags, const void *p, size_t n,
+                         uintptr_t at, pg_dir_t dir, cudaStream_t stream, pg_access_t *out,
+                         size_t cap) {
+  collect_t c = {.mode = (int)kind, .running_only = (flags & PG_FIND_RUNNING) != 0,
+                 .guarding_only = (flags & PG_FIND_GUARDING) != 0, .dir = dir, .out = out,
+                 .cap = cap, .at = at};
+  if (kind == PG_QUERY_CONFLICTS && !(c.st = pg_stream_get(stream))) return 0;
+  return query(p, n, &c);
+}
+
+/* Guard pages, run by run (pg_shape_page_runs): every page holding a touched byte (a page a row
+ * shares with a gap too: a CPU fault on its gap bytes is no conflict, see pg_decide_cpu_fault),
+ * for the first HOOK_RUNS_MAX runs (one bit each in hook_runs); rows beyond them (rows a page or
+ * more apart, many of them) are not guarded. */
+#define HOOK_RUNS_MAX 64
+
+static uintptr_t page_bytes(void) {
+  static _Atomic uintptr_t cached;
+  uintptr_t p = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (!p) {
+    p = (uintptr_t)sysconf(_SC_PAGESIZE);
+    atomic_store_explicit(&cached, p, memory_order_relaxed);
+  }
+  return p;
+}
+
+static size_t shaped_runs(const pg_shape_t *s, uintptr_t lo, uintptr_t hi,
+                          void (*fn)(uintptr_t, uintptr_t, void *), void *arg) {
+  return pg_shape_page_runs(s, lo, hi, page_bytes(), HOOK_RUNS_MAX, fn, arg);
+}
+
+typedef struct run_walk {
+  pg_dir_t dir;
+  unsigned i;
+  uint64_t runs;            /* begin: the runs counted; retire: those to give back */
+  uintptr_t clip_lo, clip_hi;
+  uintptr_t first_lo, last_hi; /* the hook's widening of the runs at the clip's ends */
+} run_walk_t;
+
+static void run_begin(uintptr_t lo, uintptr_t hi, void *arg) {
+  run_walk_t *w = arg;
+  uintptr_t l = lo, h = hi;
+  if (pg_hook_begin(&l, &h, w->dir, pg_hook_ctx)) {
+    w->runs |= UINT64_C(1) << w->i;
+    if (lo == w->clip_lo) w->first_lo = l;
+    if (hi == w->clip_hi) w->last_hi = h;
+  }
+  w->i++;
+}
+
+static void run_retire(uintptr_t lo, uintptr_t hi, void *arg) {
+  run_walk_t *w = arg;
+  if (w->runs & (UINT64_C(1) << w->i))
+    pg_hook_retire(lo == w->clip_lo ? w->first_lo : lo, hi == w->clip_hi ? w->last_hi : hi,
+                   w->dir, pg_hook_ctx);
+  w->i++;
+}
+
+/* begin_finish's hook call for a shaped piece: whether anything was counted. */
+static bool shaped_hook_begin(pg_acc_t *a) {
+  a->hook_runs = 0;
+  run_walk_t w = {.dir = a->pub.dir, .clip_lo = a->pub.lo, .clip_hi = a->pub.hi,
+                  .first_lo = a->pub.lo, .last_hi = a->pub.hi};
+  shaped_runs(&a->shape, a->pub.lo, a->pub.hi, run_begin, &w);
+  a->hook_runs = w.runs;
+  a->hook_lo = w.first_lo;
+  a->hook_hi = w.last_hi;
+  return w.runs != 0;
+}
+
+static hook_ranges_t hook_ranges_of(const pg_acc_t *a) {
+  hook_ranges_t h = {.dir = a->pub.dir, .lo = a->hook_lo, .hi = a->hook_hi};
+  if (a->shaped && a->hook_runs) {
+    h.runs = a->hook_runs;
+    h.shape = a->shape;
+    h.clip_lo = a->pub.lo;
+    h.clip_hi = a->pub.hi;
+  }
+  return h;
+}
+
+static void hook_ranges_retire(const hook_ranges_t *h) {
+  if (!h->runs) {
+    pg_hook_retire(h->lo, h->hi, h->dir, pg_hook_ctx);
+    return;
+  }
+  run_walk_t w = {.dir = h->dir, .runs = h->runs, .clip_lo = h->clip_lo, .clip_hi = h->clip_hi,
+                  .first_lo = h->lo, .last_hi = h->hi};
+  shaped_runs(&h->shape, h->clip_lo, h->clip_hi, run_retire, &w);
+}
+
+void pg_acc_hook_retire(const pg_acc_t *a) {
+  hook_ranges_t h = hook_ranges_of(a);
+  hook_ranges_retire(&h);
 }

@@ -626,7 +626,7 @@ void pg_stream_retire_finish(pg_stream_t *st, pg_acc_t *later) {
     bool live = atomic_load_explicit(&a->where, memory_order_relaxed) != PG_IN_SET ||
                 pg_inflight_remove(a);
     if (live && atomic_exchange_explicit(&a->hooked, false, memory_order_relaxed))
-      pg_hook_retire(a->hook_lo, a->hook_hi, a->pub.dir, pg_hook_ctx);
+      pg_acc_hook_retire(a);
   }
   pg_lock(&st->mu);
   while (later) {

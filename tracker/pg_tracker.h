@@ -12,6 +12,7 @@
 
 #include "pg_devops.h"
 #include "pg_kinds.h"
+#include "pg_shape.h"
 #include "pg_stack.h"
 #include "pg_stamp.h"
 
@@ -190,6 +191,24 @@ bool pg_access_wait(const pg_access_t *a);
  * and retires those the host is ordered after. */
 void pg_tracker_retire(void);
 size_t pg_tracker_inflight_count(void);
+
+/* ---- pitched copies: strided accesses (pg_shape.h) -------------------------------------------
+ * One side of a 2D or 3D copy touches only its rows, not the gaps between them. These calls are
+ * the ones above for such a span: its hull is [shape->base, pg_shape_end(shape)), and only the
+ * shape's bytes count, on either side of a check (an access begun shaped is tested against every
+ * later query by its shape, and its guard pages are only the pages holding its bytes). */
+int pg_access_begin_shaped(const pg_shape_t *shape, pg_dir_t dir, cudaStream_t stream,
+                           const pg_origin_t *origin, const pg_stack_t *stack);
+/* pg_access_find for the bytes of shape. */
+size_t pg_access_find_shaped(pg_query_kind_t kind, unsigned flags, const pg_shape_t *shape,
+                             pg_dir_t dir, cudaStream_t stream, pg_access_t *out, size_t cap);
+/* A CPU fault at byte `at`: pg_access_find over [p, p+n) (the page around it), except that a
+ * shaped access counts only when it touches `at` itself (the CPU touched a gap byte of a page that
+ * also holds rows: no conflict). A shaped access guards every page holding one of its bytes: the
+ * guard-page hooks are called run by run, never for a page of gap bytes only. */
+size_t pg_access_find_at(pg_query_kind_t kind, unsigned flags, const void *p, size_t n,
+                         uintptr_t at, pg_dir_t dir, cudaStream_t stream, pg_access_t *out,
+                         size_t cap);
 
 /* ---- happens-before: call after each successful real call ---------------------------------- */
 /* Optional: the flags a stream was created with (else stream_get_flags is asked once). */

@@ -137,7 +137,15 @@ struct pg_acc {
   /* The begin hook counted it: the retire hook owes it one call, made by whoever clears this
    * (retirement, or pg_access_unguard once a fault reported it). */
   atomic_bool hooked;
-  uintptr_t hook_lo, hook_hi;  /* the range the begin hook counted */
+  uintptr_t hook_lo, hook_hi;  /* the range the begin hook counted (shaped: see hook_runs) */
+  /* A pitched copy's side (pg_shape.h): only the shape's bytes inside [pub.lo, pub.hi) are
+   * touched. Plain accesses leave `shaped` false and never read the rest. */
+  bool shaped;
+  pg_shape_t shape;
+  /* Shaped, hooked run by run (pg_shape_page_runs): bit i set when the begin hook counted run
+   * i; hook_lo and hook_hi are the ends of the runs at the clip's edges as the hook widened
+   * them (pg_inflight.c, "shaped accesses"). */
+  uint64_t hook_runs;
   atomic_bool ready;           /* indexed and its begin hook done: retirement may take it */
   bool has_event;              /* still holds pub.event (st->mu): given back once seen complete */
   /* pg_stamp() when pinguard first saw it complete (its event answered), 0 before. Seeing it
@@ -166,6 +174,9 @@ void pg_inflight_clear_region_child(pg_region_rec_t *rec);
 /* Takes a retired access out of its region's set (PG_IN_SET). False if the region went away
  * meanwhile (the region's removal ended the access's bookkeeping, guard pages included). */
 bool pg_inflight_remove(pg_acc_t *a);
+/* The retire hook's call(s) for a piece the begin hook counted (hook_lo, hook_hi, and for a
+ * shaped piece its runs): one call for a plain piece, one per counted run for a shaped one. */
+void pg_acc_hook_retire(const pg_acc_t *a);
 /* a's stream's lock held, a on its region's owner list: takes it off. */
 static inline void pg_inflight_own_unlink(pg_acc_t *a) {
   pg_region_rec_t *r = a->region;

@@ -75,6 +75,8 @@ typedef struct dacc {
   uint32_t pos;     /* position on its stream */
   vc_t vc;          /* its clock (what precedes it) */
   uintptr_t lo, hi;
+  size_t pitch, width; /* a pitched copy's side: rows of width bytes, pitch apart, from lo to hi
+                          (pitch 0: every byte of [lo, hi)) */
   int dir;
   uint64_t buf;     /* buffer generation */
   bool live;        /* its buffer is still pinned */
@@ -445,6 +447,41 @@ static bool dacc_unordered_with_hfn(const dacc_t *d, const hfn_t *h) {
 
 static bool overlaps(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d) { return a < d && c < b; }
 
+/* The bytes a copy's host side touches, exactly: [lo, hi), or a pitched side's rows of width
+ * bytes, pitch apart, from lo (its hull's end hi is the last row's end). */
+typedef struct touch {
+  uintptr_t lo, hi;
+  size_t pitch, width;
+} touch_t;
+
+/* Whether t touches a byte of [a, b). A few rows: a walk. */
+static bool touch_meets(const touch_t *t, uintptr_t a, uintptr_t b) {
+  if (!t->pitch) return overlaps(t->lo, t->hi, a, b);
+  for (uintptr_t r = t->lo; r < t->hi; r += t->pitch)
+    if (overlaps(r, r + t->width, a, b)) return true;
+  return false;
+}
+
+/* Whether t and u touch a common byte. */
+static bool touches_overlap(const touch_t *t, const touch_t *u) {
+  if (!t->pitch) return touch_meets(u, t->lo, t->hi);
+  for (uintptr_t r = t->lo; r < t->hi; r += t->pitch)
+    if (touch_meets(u, r, r + t->width)) return true;
+  return false;
+}
+
+/* Whether every byte of [a, b) is touched by t (within one row: rows never abut). */
+static bool touch_covers(const touch_t *t, uintptr_t a, uintptr_t b) {
+  if (!t->pitch) return t->lo <= a && b <= t->hi;
+  for (uintptr_t r = t->lo; r < t->hi; r += t->pitch)
+    if (r <= a && b <= r + t->width) return true;
+  return false;
+}
+
+static touch_t dacc_touch(const struct dacc *d) {
+  return (touch_t){d->lo, d->hi, d->pitch, d->width};
+}
+
 static dacc_t *dacc_push(void) {
   if (T->nd == T->capd) {
     T->capd = T->capd ? T->capd * 2 : 64;
@@ -561,7 +598,8 @@ typedef struct cpu_ctx {
 
 static bool cpu_ok(const dacc_t *d, const void *vctx) {
   const cpu_ctx_t *c = vctx;
-  return d->live && d->buf == c->b->gen && overlaps(d->lo, d->hi, c->page, c->page + FZ_PAGE) &&
+  touch_t t = dacc_touch(d);
+  return d->live && d->buf == c->b->gen && touch_meets(&t, c->page, c->page + FZ_PAGE) &&
          (c->write || may_write(d->dir)) && !hb_before_host(d);
 }
 
@@ -786,6 +824,7 @@ typedef struct span {
   int dir;
   int order; /* a batch source's ORDER_*: DURING_CALL and ANY are not ordered after their own
                 stream's earlier work (like a host read), and DURING_CALL is over after the call */
+  size_t pitch, width; /* a pitched copy's side (touch_t); 0: every byte */
 } span_t;
 
 typedef struct conf_ctx {
@@ -795,7 +834,8 @@ typedef struct conf_ctx {
 } conf_ctx_t;
 static bool conf_ok(const dacc_t *d, const void *vctx) {
   const conf_ctx_t *c = vctx;
-  if (!d->live || d->buf != c->gen || !overlaps(d->lo, d->hi, c->sp.lo, c->sp.hi)) return false;
+  touch_t dt = dacc_touch(d), st = {c->sp.lo, c->sp.hi, c->sp.pitch, c->sp.width};
+  if (!d->live || d->buf != c->gen || !touches_overlap(&dt, &st)) return false;
   /* A source read out of stream order races every device write the host has not seen end. */
   if (c->sp.order != ORDER_STREAM) return may_write(d->dir) && !hb_before_host(d);
   return (may_write(d->dir) || may_write(c->sp.dir)) && !ordered_before_stream(d, c->stream);
@@ -864,6 +904,8 @@ static void enq_after(enq_t *q, cudaError_t err) {
     d->vc = M.svc[q->s];
     d->lo = q->sp[k].lo;
     d->hi = q->sp[k].hi;
+    d->pitch = q->sp[k].pitch;
+    d->width = q->sp[k].width;
     d->dir = q->sp[k].dir;
     d->buf = q->b->gen;
     d->live = true;
@@ -879,8 +921,12 @@ static void op_copy(int i, const fz_op_t *o, uint64_t opened) {
   int d2h = o->a[0] & 1, s = sidx(o->a[1]), api = o->a[6] % 5;
   buf_t *b = &M.b[o->a[2] % M.cfg->slots + t_base_b];
   long hoff = o->a[3], doff = o->a[4], len = o->a[5];
-  long hull = api >= 3 ? len + len / 2 : len;
-  if (!range_ok(b, hoff, hull) || doff < 0 || doff + len > FZ_DEVBYTES) return;
+  /* A 2D or 3D copy: `rows` host rows of len/2 bytes at a pitch of len (a gap of len/2 after
+   * each row but the last), packed on the device. */
+  long rows = api >= 3 ? 2 + (o->a[6] / 5) % 3 : 1;
+  long hull = api >= 3 ? (rows - 1) * len + len / 2 : len;
+  long dlen = api >= 3 ? rows * (len / 2) : len;
+  if (!range_ok(b, hoff, hull) || doff < 0 || doff + dlen > FZ_DEVBYTES) return;
   if (d2h && b->read_only) return; /* the device cannot write a read-only registration */
   if (api >= 2 && (len < 2 || len % 2)) api = 0;
   if (api == 2 && is_legacy(s)) api = 0; /* the batch calls refuse the legacy stream */
@@ -892,11 +938,13 @@ static void op_copy(int i, const fz_op_t *o, uint64_t opened) {
   int dir = d2h ? D_WRITE : D_READ;
   if (api == 2) {
     q.n = 2;
-    q.sp[0] = (span_t){(uintptr_t)h, (uintptr_t)h + (size_t)len / 2, dir, order};
-    q.sp[1] = (span_t){(uintptr_t)h + (size_t)len / 2, (uintptr_t)h + (size_t)len, dir, order};
+    q.sp[0] = (span_t){(uintptr_t)h, (uintptr_t)h + (size_t)len / 2, dir, order, 0, 0};
+    q.sp[1] = (span_t){(uintptr_t)h + (size_t)len / 2, (uintptr_t)h + (size_t)len, dir, order, 0,
+                       0};
   } else {
     q.n = 1;
-    q.sp[0] = (span_t){(uintptr_t)h, (uintptr_t)h + (size_t)hull, dir, ORDER_STREAM};
+    q.sp[0] = (span_t){(uintptr_t)h, (uintptr_t)h + (size_t)hull, dir, ORDER_STREAM, 0, 0};
+    if (api >= 3) q.sp[0].pitch = (size_t)len, q.sp[0].width = (size_t)len / 2;
   }
   enq_before(&q, opened);
   cudaError_t err;
@@ -926,17 +974,18 @@ static void op_copy(int i, const fz_op_t *o, uint64_t opened) {
       break;
     }
     case 3: /* host rows of w bytes at a pitch of len; device rows packed */
-      err = d2h ? cudaMemcpy2DAsync(h, (size_t)len, dv, w, w, 2, kind, S(s))
-                : cudaMemcpy2DAsync(dv, w, h, (size_t)len, w, 2, kind, S(s));
+      err = d2h ? cudaMemcpy2DAsync(h, (size_t)len, dv, w, w, (size_t)rows, kind, S(s))
+                : cudaMemcpy2DAsync(dv, w, h, (size_t)len, w, (size_t)rows, kind, S(s));
       break;
     default: {
       struct cudaMemcpy3DParms p;
       memset(&p, 0, sizeof p);
-      struct cudaPitchedPtr hp = {.ptr = h, .pitch = (size_t)len, .xsize = w, .ysize = 2};
-      struct cudaPitchedPtr dp = {.ptr = dv, .pitch = w, .xsize = w, .ysize = 2};
+      struct cudaPitchedPtr hp = {.ptr = h, .pitch = (size_t)len, .xsize = w,
+                                  .ysize = (size_t)rows};
+      struct cudaPitchedPtr dp = {.ptr = dv, .pitch = w, .xsize = w, .ysize = (size_t)rows};
       p.srcPtr = d2h ? dp : hp;
       p.dstPtr = d2h ? hp : dp;
-      p.extent = (struct cudaExtent){.width = w, .height = 2, .depth = 1};
+      p.extent = (struct cudaExtent){.width = w, .height = (size_t)rows, .depth = 1};
       p.kind = kind;
       err = (i & 1) ? cudaMemcpy3DAsync(&p, S(s)) : cudaMemcpy3DAsync_ptsz(&p, S(s));
       break;
@@ -947,7 +996,7 @@ static void op_copy(int i, const fz_op_t *o, uint64_t opened) {
   /* data, in program order */
   unsigned char *hm = b->model + hoff, *dm = M.devmodel[s] + doff;
   if (api >= 3) {
-    for (int row = 0; row < 2; row++) {
+    for (long row = 0; row < rows; row++) {
       if (d2h) memcpy(hm + row * len, dm + row * (long)w, w);
       else memcpy(dm + row * (long)w, hm + row * len, w);
     }
@@ -970,7 +1019,7 @@ static void op_kern(int i, const fz_op_t *o, uint64_t opened) {
    * in a read-only registration, which the device cannot write) */
   enq_t q = {.op = i, .s = s, .b = b, .n = 1};
   q.sp[0] = (span_t){(uintptr_t)h, (uintptr_t)b->p + b->size, b->read_only ? D_READ : D_UNKNOWN,
-                     ORDER_STREAM};
+                     ORDER_STREAM, 0, 0};
   enq_before(&q, opened);
   size_t n = (size_t)len;
   void *args[] = {&h, &dv, &n, &val, &kind};
@@ -1022,15 +1071,31 @@ static void op_cpu(int i, const fz_op_t *o, uint64_t opened) {
   bool must = false;
   char why[160] = "";
   bool guarded = b->size >= M.cfg->guard_min;
+  /* A pitched copy whose guarded page this op first touches on a gap byte (the page also holds
+   * its rows) is no conflict there, and without single steps pinguard lets that copy's guard go
+   * (enforce waits for it first): from that page on it requires no report. */
+  size_t *gap_from = calloc(T->nd ? T->nd : 1, sizeof *gap_from); /* 1 + the page index, 0: none */
+  for (size_t k = 0; k < T->nd && gap_from; k++) {
+    const dacc_t *d = &T->d[k];
+    touch_t t = dacc_touch(d);
+    if (!d->pitch || !d->live || d->buf != b->gen) continue;
+    for (uintptr_t pg = lo & ~(uintptr_t)(FZ_PAGE - 1); pg < hi && !gap_from[k]; pg += FZ_PAGE) {
+      uintptr_t first = pg > lo ? pg : lo;
+      if (touch_meets(&t, pg, pg + FZ_PAGE) && !touch_meets(&t, first, first + 1))
+        gap_from[k] = 1 + (pg - (uintptr_t)b->p) / FZ_PAGE;
+    }
+  }
   for (uintptr_t pg = lo & ~(uintptr_t)(FZ_PAGE - 1); pg < hi && guarded && !must; pg += FZ_PAGE) {
     size_t pi = (pg - (uintptr_t)b->p) / FZ_PAGE;
     if (hfn_may_open(b, pg, op_open)) continue;
     for (size_t k = 0; k < T->nd && !must; k++) {
       const dacc_t *d = &T->d[k];
-      if (d->live && !d->unguarded && d->buf == b->gen && d->lo <= pg && pg + FZ_PAGE <= d->hi &&
+      touch_t t = dacc_touch(d);
+      if (gap_from && gap_from[k] && gap_from[k] - 1 <= pi) continue;
+      if (d->live && !d->unguarded && d->buf == b->gen && touch_covers(&t, pg, pg + FZ_PAGE) &&
           (write || may_write(d->dir)) && surely_unordered(d, &most)) {
         must = true;
-        snprintf(why, sizeof why, "page %zu lies wholly inside op #%d's unordered access", pi,
+        snprintf(why, sizeof why, "page %zu lies wholly inside op #%d's unordered access's bytes", pi,
                  d->op);
       }
     }
@@ -1039,6 +1104,9 @@ static void op_cpu(int i, const fz_op_t *o, uint64_t opened) {
   check_reports(i, r, n, write ? "cpu-write-during-device-access" : "cpu-read-during-device-write",
                 cpu_ok, &c, &c.page, 0, 0, must, why);
   for (size_t k = 0; k < n; k++) release_pages_of(&r[k]);
+  for (size_t k = 0; k < T->nd && gap_from; k++)
+    if (gap_from[k]) T->d[k].unguarded = true;
+  free(gap_from);
   if (write) {
     memset(b->model + off, o->a[4], (size_t)len);
   } else if (M.cfg->mode_enforce && !M.failed) {
@@ -1214,7 +1282,8 @@ typedef struct hctx {
 } hctx_t;
 static bool hfn_ok(const dacc_t *d, const void *vctx) {
   const hctx_t *c = vctx;
-  return d->buf == c->h->buf && overlaps(d->lo, d->hi, c->page, c->page + FZ_PAGE) &&
+  touch_t t = dacc_touch(d);
+  return d->buf == c->h->buf && touch_meets(&t, c->page, c->page + FZ_PAGE) &&
          dacc_unordered_with_hfn(d, c->h);
 }
 

@@ -143,21 +143,29 @@ void fz_generate(uint64_t seed, const fz_cfg_t *cfg, fz_ops_t *out) {
         /* batch halves and 2D/3D rows of half the length: two granules at least */
         int mult = api >= 2 ? 2 : 1;
         int unit = data || below(&r, 2) ? (int)FZ_PAGE : 256;
-        int off, len;
-        if (api >= 3) { /* rows of len/2 at a host pitch of len: the hull is 1.5 len */
-          int room = size * 2 / 3;
+        int off, len, rows = 2;
+        if (api >= 3) {
+          /* `rows` rows of len/2 at a host pitch of len: the hull is (rows - 1/2) len, with a gap
+           * of len/2 after each row but the last. Half the time the start is a multiple of
+           * len/2 (when that keeps the unit), so that two such copies interleave their rows. */
+          rows = 2 + below(&r, 3);
+          int room = size * 2 / (2 * rows - 1);
           if (room < mult * unit) api = 0, mult = 1;
           else {
             pick_range(&r, room, unit, mult, &off, &len);
-            off = below(&r, (size - (len + len / 2)) / unit + 1) * unit;
+            int hull = (rows - 1) * len + len / 2;
+            int step = (len / 2) % unit == 0 && below(&r, 2) ? len / 2 : unit;
+            off = below(&r, (size - hull) / step + 1) * step;
           }
         }
         if (api < 3) pick_range(&r, size, unit, mult, &off, &len);
         if (len < mult * unit) api = 0;
         op.a[0] = below(&r, 2), op.a[1] = s, op.a[2] = slot, op.a[3] = off;
-        op.a[4] = below(&r, (FZ_DEVBYTES - len) / (int)FZ_PAGE + 1) * (int)FZ_PAGE;
+        int dlen = api >= 3 ? rows * (len / 2) : len; /* device rows are packed */
+        op.a[4] = below(&r, (FZ_DEVBYTES - dlen) / (int)FZ_PAGE + 1) * (int)FZ_PAGE;
         op.a[5] = len, op.a[6] = api;
         if (api == 2) op.a[6] += 5 * below(&r, 3); /* the batch's srcAccessOrder */
+        if (api >= 3) op.a[6] += 5 * (rows - 2);   /* a 2D or 3D copy's rows */
         break;
       }
       case FZ_KERN: {

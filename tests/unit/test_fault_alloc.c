@@ -111,7 +111,7 @@ static void on_fault(int sig, siginfo_t *info, void *uctx) {
   t_in_fault = 1;
   bool is_write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
   pg_decide_cpu_fault(addr, is_write, (void *)uc->uc_mcontext.gregs[REG_RIP],
-                      (void *)uc->uc_mcontext.gregs[REG_RBP]);
+                      (void *)uc->uc_mcontext.gregs[REG_RBP], false);
   t_in_fault = 0;
   atomic_fetch_add_explicit(&g_faults, 1, memory_order_relaxed);
 }
