@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
@@ -578,4 +579,27 @@ Test(driver, streams_know_their_device_and_flags, .init = eight) {
                "cuStreamGetDevice came with 12.8");
   cr_assert_eq(cuStreamGetFlags(s, NULL), CUDA_ERROR_INVALID_VALUE);
   CU(cuStreamDestroy_v2(s));
+}
+
+/* Stream memory operations on registered private memory (cuMemHostRegister of an anonymous
+ * private mapping, which stays private): they reach the words through the pins, as the device
+ * does, while the CPU's view is PROT_NONE. */
+Test(driver, stream_memops_on_registered_private_memory) {
+  CU(cuInit(0));
+  uint32_t *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  cr_assert_neq(p, MAP_FAILED);
+  p[1] = 5;
+  CU(cuMemHostRegister(p, 4096, 0));
+  CUstream s;
+  CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  cr_assert_eq(mprotect(p, 4096, PROT_NONE), 0);
+  /* The wait reads p[1] (5 >= 5) through the pin, then the write stores p[0]. */
+  CU(cuStreamWaitValue32_v2(s, (CUdeviceptr)(uintptr_t)&p[1], 5, CU_STREAM_WAIT_VALUE_GEQ));
+  CU(cuStreamWriteValue32_v2(s, (CUdeviceptr)(uintptr_t)&p[0], 0xabcd, 0));
+  CU(cuStreamSynchronize(s));
+  cr_assert_eq(mprotect(p, 4096, PROT_READ | PROT_WRITE), 0);
+  cr_assert_eq(p[0], 0xabcd);
+  CU(cuMemHostUnregister(p));
+  CU(cuStreamDestroy(s));
+  munmap(p, 4096);
 }
