@@ -4,17 +4,19 @@
 # not its findings).
 #   safe_run.sh [--no-preload] [--exit N] [--stdout REGEX] [--stderr REGEX] [--no-stderr REGEX]
 #               [--count REGEX N] -- prog args...
+# --stdout, --stderr and --no-stderr may be given several times: each one must hold.
 # --count REGEX N: exactly N lines of stderr match REGEX.
 # PG_PRELOAD names libpinguard.so; PINGUARD_OPTIONS comes from PG_OPTIONS (default mode=audit).
 set -u
-preload=1 want_exit=0 want_stdout="" want_stderr="" bad_stderr="" count_re="" count_n=""
+preload=1 want_exit=0 count_re="" count_n=""
+want_stdout=() want_stderr=() bad_stderr=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-preload) preload=0; shift ;;
     --exit) want_exit=$2; shift 2 ;;
-    --stdout) want_stdout=$2; shift 2 ;;
-    --stderr) want_stderr=$2; shift 2 ;;
-    --no-stderr) bad_stderr=$2; shift 2 ;;
+    --stdout) want_stdout+=("$2"); shift 2 ;;
+    --stderr) want_stderr+=("$2"); shift 2 ;;
+    --no-stderr) bad_stderr+=("$2"); shift 2 ;;
     --count) count_re=$2; count_n=$3; shift 3 ;;
     --) shift; break ;;
     *) echo "safe_run.sh: unknown argument $1" >&2; exit 2 ;;
@@ -37,9 +39,15 @@ fail() {
 # 77: the program found what it needs missing here (CTest's SKIP_RETURN_CODE).
 if [ "$status" -eq 77 ]; then cat "$out"; exit 77; fi
 [ "$status" -eq "$want_exit" ] || fail "exit status $status, expected $want_exit"
-if [ -n "$want_stdout" ]; then grep -Eq "$want_stdout" "$out" || fail "stdout does not match /$want_stdout/"; fi
-if [ -n "$want_stderr" ]; then grep -Eq "$want_stderr" "$err" || fail "stderr does not match /$want_stderr/"; fi
-if [ -n "$bad_stderr" ]; then ! grep -Eq "$bad_stderr" "$err" || fail "stderr matches /$bad_stderr/"; fi
+for re in ${want_stdout[@]+"${want_stdout[@]}"}; do
+  grep -Eq "$re" "$out" || fail "stdout does not match /$re/"
+done
+for re in ${want_stderr[@]+"${want_stderr[@]}"}; do
+  grep -Eq "$re" "$err" || fail "stderr does not match /$re/"
+done
+for re in ${bad_stderr[@]+"${bad_stderr[@]}"}; do
+  ! grep -Eq "$re" "$err" || fail "stderr matches /$re/"
+done
 if [ -n "$count_re" ]; then
   got=$(grep -Ec "$count_re" "$err")
   [ "$got" -eq "$count_n" ] || fail "$got stderr lines match /$count_re/, expected $count_n"
