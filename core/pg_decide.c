@@ -225,8 +225,13 @@ static wait_result_t wait_running(const probe_t *q, pg_access_t *found, size_t h
   for (size_t i = 0; i < have && r == WAIT_DONE; i++)
     if (!found[i].completed) r = wait_bounded(&found[i], t0);
   for (size_t left = total; left > have && r == WAIT_DONE;) {
-    left = pg_access_find((pg_query_kind_t)q->kind, PG_FIND_RUNNING, q->p, q->n, q->dir,
-                          q->stream, found, cap);
+    pg_query_kind_t kind = (pg_query_kind_t)q->kind;
+    left = q->shape ? pg_access_find_shaped(kind, PG_FIND_RUNNING, q->shape, q->dir, q->stream,
+                                            found, cap)
+           : q->at  ? pg_access_find_at(kind, PG_FIND_RUNNING, q->p, q->n, q->at, q->dir,
+                                        q->stream, found, cap)
+                    : pg_access_find(kind, PG_FIND_RUNNING, q->p, q->n, q->dir, q->stream, found,
+                                     cap);
     have = left < cap ? left : cap;
     for (size_t i = 0; i < have && r == WAIT_DONE; i++) r = wait_bounded(&found[i], t0);
   }
