@@ -301,7 +301,10 @@ static inline __attribute__((always_inline)) void index_owned(pg_stream_t *st, p
     return;
   }
   pg_stream_t *ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
-  if (!ow && pthread_mutex_trylock(&r->mu) == 0) {
+  /* Claimed only while its set is empty: with other streams' accesses in flight there (many
+   * streams reading the same bytes), the next check from one of them would take it back. */
+  if (!ow && atomic_load_explicit(&r->quiet, memory_order_relaxed) != 0 &&
+      pthread_mutex_trylock(&r->mu) == 0) {
     if (LD(r->gen) == a->region_gen && !atomic_load_explicit(&r->owner, memory_order_relaxed)) {
       atomic_store_explicit(&r->owner, st, memory_order_relaxed);
       set_quiet(r);

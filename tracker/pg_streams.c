@@ -265,6 +265,14 @@ static pg_stream_t *untracked(void) {
 
 void pg_stream_untracked_op(void) { pg_tracker_count(PG_TRACKER_UNTRACKED, 1); }
 
+/* The larger handle cache, in a per-thread block (pg_tls.h): direct-mapped, valid as the small
+ * one is (no stream destroyed since the entry was filled). */
+#define STREAM_CACHE_BIG 1024
+static inline unsigned stream_cache_big_slot(cudaStream_t s) {
+  uintptr_t k = (uintptr_t)s;
+  return (unsigned)((k >> 4) ^ (k >> 14)) % STREAM_CACHE_BIG;
+}
+
 pg_stream_t *pg_stream_get_slow(cudaStream_t s) {
   if (s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread) {
     int device = pg_current_device();
@@ -274,8 +282,13 @@ pg_stream_t *pg_stream_get_slow(cudaStream_t s) {
     return st ? st : untracked();
   }
   unsigned long gen = atomic_load_explicit(&pg_stream_map_gen, memory_order_acquire);
-  pg_stream_t *st = lookup_or_add(s, 0, 0);
+  /* A thread enqueueing on more streams than its small cache holds (many streams reading the
+   * same weights, a pool of streams per device) finds most of them here, without the map. */
+  pg_stream_cache_t *big = pg_tls_get(PG_TLS_STREAM_CACHE, STREAM_CACHE_BIG * sizeof *big);
+  pg_stream_cache_t *b = big ? &big[stream_cache_big_slot(s)] : NULL;
+  pg_stream_t *st = b && b->st && b->h == s && b->gen == gen ? b->st : lookup_or_add(s, 0, 0);
   if (!st) return untracked();
+  if (b) *b = (pg_stream_cache_t){s, st, gen};
   {
     pg_stream_cache_t *c = &pg_stream_cache[pg_stream_cache_slot(s)];
     c->h = s;
