@@ -7,10 +7,12 @@
 #   added_instr_per_copy = pinguard - runtime_record
 # is what pinguard costs beyond the completion event that any completion tracking pays.
 #   bench/instr.sh [--case copy|scale|launch] [--api runtime|driver] [--threads T] [--copies N]
-#                  [--nofp] [--params P] [--pinned] [--mode audit|enforce] [--budget B]
+#                  [--nofp] [--rotate R] [--params P] [--pinned] [--mode audit|enforce] [--budget B]
 #                  [--profile DIR]
 #     --case copy   (default) bench_copy: T threads (default 1), each its own stream, 4 KiB
 #                   host->device cudaMemcpyAsync; N defaults to 8192
+#     --rotate R    (case copy) each copy reads the next of R pinned buffers (one region each),
+#                   as a model's per-layer buffers are copied, instead of offsets in one buffer
 #     --nofp        (case copy) bench_copy_nofp: the same loop built -O2 without frame pointers,
 #                   run on the main thread (its stack goes through main to the C library's
 #                   entry), as most programs are built
@@ -26,6 +28,12 @@
 #     --case scale  bench_scale: R regions registered (--regions, default 100,000) and F copies
 #                   held in flight (--inflight, default 10,000), then the timed copies; N
 #                   defaults to 8192 (runs at N and 3N)
+#     --case streams bench_streams: S live streams (--streams, default 1024) over D simulated
+#                   devices (--devices, default 8), then N (default 1024) of --op: copy (on the
+#                   last stream), readers (S streams copying from the same bytes), sync
+#                   (cudaStreamSynchronize), record (cudaEventRecord) or devsync
+#                   (cudaDeviceSynchronize); the copy ops are measured against runtime + record,
+#                   the others against the runtime alone (they add no completion event)
 #     --budget B    exit 1 when added_instr_per_copy is above B (CTest bench.instr)
 #     --profile DIR keep the callgrind files in DIR and write DIR/profile.CASE.tT.md
 #                   (bench/instr_profile.py): the marginal inclusive and self instructions per
@@ -45,7 +53,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 case=copy api=runtime threads=1 copies="" budget="" profile="" regions=100000 inflight=10000
-nofp=0 params=16 pinned=0 pgmode=audit
+nofp=0 params=16 pinned=0 pgmode=audit rotate=1 streams=1024 devices="" op=copy
 while [ $# -gt 0 ]; do
   case $1 in
     --case) case=$2; shift 2 ;;
@@ -57,6 +65,10 @@ while [ $# -gt 0 ]; do
     --inflight) inflight=$2; shift 2 ;;
     --profile) profile=$2; shift 2 ;;
     --nofp) nofp=1; shift ;;
+    --rotate) rotate=$2; shift 2 ;;
+    --streams) streams=$2; shift 2 ;;
+    --devices) devices=$2; shift 2 ;;
+    --op) op=$2; shift 2 ;;
     --params) params=$2; shift 2 ;;
     --pinned) pinned=1; shift ;;
     --mode) pgmode=$2; shift 2 ;;
@@ -70,7 +82,7 @@ bin=${BENCH_BIN:-$root/build/bench}
 vg=${VALGRIND:-valgrind}
 command -v "$vg" >/dev/null || { echo "instr.sh: $vg not found" >&2; exit 2; }
 for f in "$shim" "$stub" "$bin/bench_copy" "$bin/bench_scale" "$bin/bench_launch" \
-    "$bin/bench_copy_nofp"; do
+    "$bin/bench_copy_nofp" "$bin/bench_streams"; do
   [ -e "$f" ] || { echo "instr.sh: missing $f (build the bench targets first)" >&2; exit 2; }
 done
 
@@ -79,16 +91,29 @@ case $case in
   copy)  copies=${copies:-8192}; long=$((2 * copies))
          prog=("$bin/bench_copy" --threads "$threads" --gate); pre=""; per_run=$threads
          [ "$nofp" = 0 ] || { prog=("$bin/bench_copy_nofp" --inline --gate); threads=1; per_run=1; }
-         [ "$api" = runtime ] || prog+=(--driver) ;;
+         [ "$api" = runtime ] || prog+=(--driver)
+         [ "$rotate" = 1 ] || prog+=(--regions "$rotate") ;;
   launch) copies=${copies:-4096}; long=$((2 * copies)); threads=1
          prog=("$bin/bench_launch" --params "$params" --gate); pre=""; per_run=1
          count_flag=--launches
          if [ "$pinned" = 1 ]; then prog+=(--pinned); else untracked=1; fi ;;
+  streams) copies=${copies:-1024}; long=$((2 * copies)); threads=1
+         devices=${devices:-8}
+         prog=("$bin/bench_streams" --streams "$streams" --op "$op"); pre=""; per_run=1
+         count_flag=--ops
+         case $op in copy|readers) ;; sync|record|devsync) untracked=1 ;;
+           *) echo "instr.sh: --op copy|readers|sync|record|devsync" >&2; exit 2 ;; esac ;;
   scale) copies=${copies:-8192}; long=$((3 * copies)); threads=1
          prog=("$bin/bench_scale" --regions "$regions" --inflight "$inflight" --gate)
          pre=":$stub"; per_run=1 ;;
-  *) echo "instr.sh: --case copy|scale|launch" >&2; exit 2 ;;
+  *) echo "instr.sh: --case copy|scale|launch|streams" >&2; exit 2 ;;
 esac
+# The simulated devices: the default for every case but streams; eight devices' default arenas
+# do not fit in valgrind's address space, so those get 64 MiB each.
+simenv=() vgopts=()
+[ "$case" != streams ] ||
+  { simenv=(SIMCUDA_DEVICES="$devices" SIMCUDA_DEVICE_MB=64); vgopts=(--max-threads=$((streams + 64))); }
+devices=${devices:-1}
 case $pgmode in audit|enforce) ;; *) echo "instr.sh: --mode audit|enforce" >&2; exit 2 ;; esac
 case $api in runtime|driver) ;; *) echo "instr.sh: --api runtime|driver" >&2; exit 2 ;; esac
 [ "$api" = runtime ] || [ "$case" = copy ] || { echo "instr.sh: --api driver needs --case copy" >&2; exit 2; }
@@ -105,8 +130,8 @@ work_ir() {
     audit) preload=$shim$pre; opts=mode=$pgmode:guard=0 ;;
   esac
   [ -z "$profile" ] || file=$profile/callgrind.$case.t$threads.$mode.$n
-  if ! env SIMCUDA_LATENCY_US=0 LD_PRELOAD="$preload" PINGUARD_OPTIONS="$opts" \
-      "$vg" --tool=callgrind --callgrind-out-file="$file" "${prog[@]}" "$count_flag" "$n" \
+  if ! env SIMCUDA_LATENCY_US=0 "${simenv[@]}" LD_PRELOAD="$preload" PINGUARD_OPTIONS="$opts" \
+      "$vg" --tool=callgrind "${vgopts[@]}" --callgrind-out-file="$file" "${prog[@]}" "$count_flag" "$n" \
       "${extra[@]}" >"$out/stdout" 2>"$out/stderr"; then
     echo "instr.sh: $mode run failed (${prog[*]} $count_flag $n ${extra[*]})" >&2
     tail -n 20 "$out/stderr" >&2
@@ -134,6 +159,8 @@ geometry=""
 [ "$case" != scale ] || geometry="\"regions\":$regions,\"inflight\":$inflight,"
 [ "$case" != launch ] || geometry="\"params\":$params,\"pinned\":$pinned,"
 [ "$nofp" = 0 ] || geometry="\"frame_pointers\":false,"
+[ "$rotate" = 1 ] || geometry="$geometry\"rotate\":$rotate,"
+[ "$case" != streams ] || geometry="\"streams\":$streams,\"devices\":$devices,\"op\":\"$op\","
 geometry="$geometry\"mode\":\"$pgmode\","
 printf '{"bench":"instr","case":"%s","api":"%s","threads":%s,%s"copies":[%s,%s],' \
   "$case" "$api" "$threads" "$geometry" "$copies" "$long"

@@ -5,9 +5,11 @@
       The run's instructions, with two parts counted otherwise:
       - the thread hand-off is left out: the self instructions of the C library's blocking and
         waking primitives (condition variable waits and wakes, futex waits, lock slow paths,
-        cancellation points, sched_yield). How many of those a run executes depends on how the
-        scheduler interleaved the caller and the stream's worker thread, not on the work done,
-        and it is what made totals differ by up to 1% between identical runs;
+        cancellation points and the cleanup handlers a condition wait installs, sched_yield,
+        and the simulated runtime's loop waiting for its worker, sc_stream_wait_seq). How many of
+        those a run executes depends on how the scheduler interleaved the caller and the
+        stream's worker thread, not on the work done, and it is what made totals differ by up
+        to 1% between identical runs;
       - the C library's allocator is charged ALLOC_CALL_IR per call (malloc, calloc, realloc,
         free and the like, from anywhere but the allocator itself) instead of the instructions
         it ran. What a call costs depends on the heap's layout, which any change in what the
@@ -29,7 +31,8 @@ from collections import defaultdict
 
 HANDOFF = re.compile(r"^(pthread_cond_(wait|timedwait|clockwait|signal|broadcast)|__condvar_|"
                      r"__futex|futex_|__lll_lock_w|__pthread_mutex_cond_lock|"
-                     r"__pthread_(enable|disable)_asynccancel|sched_yield)")
+                     r"__pthread_(enable|disable)_asynccancel|sched_yield|"
+                     r"_pthread_cleanup_(push|pop)|sc_stream_wait_seq$)")
 # The C library's allocator: its entry points, and the internals they run.
 ALLOC_ENTRY = re.compile(r"^(__libc_)?(malloc|calloc|realloc|reallocarray|free|cfree|memalign|"
                          r"posix_memalign|aligned_alloc|valloc|pvalloc)$")

@@ -130,6 +130,31 @@ d = json.loads(open(sys.argv[1]).read().splitlines()[-1])
 assert d["runtime"] > 500 and d["added_instr_per_copy"] > 50, d
 ' "$log" || fail "implausible counts"
     done ;;
+  instr_scale) # Instructions with a model's worth of regions and many streams (callgrind): copies
+         # rotating over 128 pinned buffers at most BENCH_INSTR_BUDGET_ROTATE per copy; with
+         # 1,024 live streams over 8 devices, a copy on the last stream at most
+         # BENCH_INSTR_BUDGET_STREAM_COPY, a cudaStreamSynchronize at most
+         # BENCH_INSTR_BUDGET_STREAM_SYNC, a cudaEventRecord at most BENCH_INSTR_BUDGET_RECORD, a
+         # cudaDeviceSynchronize at most BENCH_INSTR_BUDGET_DEVICE_SYNC; 128 streams copying from
+         # the same bytes at most BENCH_INSTR_BUDGET_READERS per copy.
+    for t in "--rotate 128 --copies 4096|${BENCH_INSTR_BUDGET_ROTATE:?}" \
+             "--case streams --op copy|${BENCH_INSTR_BUDGET_STREAM_COPY:?}" \
+             "--case streams --op sync|${BENCH_INSTR_BUDGET_STREAM_SYNC:?}" \
+             "--case streams --op record|${BENCH_INSTR_BUDGET_RECORD:?}" \
+             "--case streams --op devsync --copies 256|${BENCH_INSTR_BUDGET_DEVICE_SYNC:?}" \
+             "--case streams --op readers --streams 128 --devices 1 --copies 8192|${BENCH_INSTR_BUDGET_READERS:?}"; do
+      args=${t%|*} budget=${t#*|}
+      # shellcheck disable=SC2086 # args is a list of words
+      "$here/instr.sh" $args --budget "$budget" >"$log" 2>&1 ||
+        { cat "$log"; fail "instr.sh $args, budget $budget"; }
+      cat "$log"
+      # Each case tracks something: pinguard adds instructions to it.
+      python3 -c '
+import json, sys
+d = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+assert d["runtime"] > 100 and d["added_instr_per_copy"] > 50, d
+' "$log" || fail "implausible counts"
+    done ;;
   scripts) # The scripts parse; shellcheck when it is installed.
     for f in run.sh smoke.sh gpu.sh instr.sh; do bash -n "$here/$f" || fail "bash -n $f"; done
     if command -v shellcheck >/dev/null; then

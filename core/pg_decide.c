@@ -296,11 +296,22 @@ static int settle(pg_report_kind_t kind, const probe_t *q, const char *access_wh
 }
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
+/* Set while an op other than the common one begins its spans, which then counts it tracked by
+ * what began; the common op counts itself tracked ahead of its one begin (no work after its
+ * tail call), so an untracked begin of it takes that count back. */
+static __thread bool t_counting_begins;
+
 static void count_tracker_stat(pg_tracker_stat_t what, uint64_t n) {
   switch (what) {
   case PG_TRACKER_RETIRED: pg_stat_add(PG_STAT_ACCESSES_RETIRED, n); break;
   case PG_TRACKER_EVICTED: pg_stat_add(PG_STAT_ACCESSES_EVICTED, n); break;
-  case PG_TRACKER_UNTRACKED: pg_stat_add(PG_STAT_ACCESSES_UNTRACKED, n); break;
+  case PG_TRACKER_UNTRACKED:
+  case PG_TRACKER_UNTRACKED_KERNEL:
+    pg_stat_add(PG_STAT_ACCESSES_UNTRACKED, n);
+    if (!t_counting_begins) /* -n: unsigned arithmetic takes the ahead count back */
+      pg_stat_add(what == PG_TRACKER_UNTRACKED ? PG_STAT_COPIES_TRACKED : PG_STAT_KERNELS_TRACKED,
+                  (uint64_t)0 - n);
+    break;
   }
 }
 
@@ -575,8 +586,10 @@ __attribute__((noinline)) static void after_op_spans(pg_op_t *op) {
   }
   /* Counted tracked only when something began (an untracked stream's op is counted by the
    * tracker's accesses_untracked). */
-  if (begin_accesses(op, op->stream, &op->stack))
-    pg_stat_inc(op->func ? PG_STAT_KERNELS_TRACKED : PG_STAT_COPIES_TRACKED);
+  t_counting_begins = true;
+  bool any = begin_accesses(op, op->stream, &op->stack);
+  t_counting_begins = false;
+  if (any) pg_stat_inc(op->func ? PG_STAT_KERNELS_TRACKED : PG_STAT_COPIES_TRACKED);
 }
 
 void pg_decide_after_op(pg_op_t *op) {
@@ -585,11 +598,10 @@ void pg_decide_after_op(pg_op_t *op) {
   if (__builtin_expect(op->nspans == 1 && op->nlk == 1 && op->spans[0].order != PG_SRC_AT_CALL &&
                            atomic_load_explicit(&active_captures, memory_order_acquire) == 0,
                        1)) {
-    if (__builtin_expect(pg_access_begin_at(&op->lk[0], op->spans[0].dir, op->stream,
-                                            (pg_origin_t){.what = op->what, .func = op->func},
-                                            &op->stack) > 0,
-                         1))
-      pg_stat_inc(op->func ? PG_STAT_KERNELS_TRACKED : PG_STAT_COPIES_TRACKED);
+    /* Counted ahead; a begin that fails takes the count back (count_tracker_stat). */
+    pg_stat_inc(op->func ? PG_STAT_KERNELS_TRACKED : PG_STAT_COPIES_TRACKED);
+    pg_access_begin_at(&op->lk[0], op->spans[0].dir, op->stream,
+                       (pg_origin_t){.what = op->what, .func = op->func}, &op->stack);
     return;
   }
   after_op_spans(op);
@@ -639,7 +651,9 @@ void pg_decide_graph_launched(cudaGraphExec_t exec, cudaStream_t s, const pg_sta
   for (size_t i = 0; i < n; i++) {
     /* Begun on the launch's stream, not the capture's whose record the lookups kept. */
     for (size_t k = 0; k < ops[i].nlk; k++) ops[i].lk[k].stream = NULL;
+    t_counting_begins = true; /* a graph's ops are not counted tracked: none taken back */
     begin_accesses(&ops[i], s, st);
+    t_counting_begins = false;
   }
   free(ops);
 }

@@ -302,7 +302,10 @@ static inline __attribute__((always_inline)) void index_owned(pg_stream_t *st, p
     return;
   }
   pg_stream_t *ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
-  if (!ow && pthread_mutex_trylock(&r->mu) == 0) {
+  /* Claimed only while its set is empty: with other streams' accesses in flight there (many
+   * streams reading the same bytes), the next check from one of them would take it back. */
+  if (!ow && atomic_load_explicit(&r->quiet, memory_order_relaxed) != 0 &&
+      pthread_mutex_trylock(&r->mu) == 0) {
     if (LD(r->gen) == a->region_gen && !atomic_load_explicit(&r->owner, memory_order_relaxed)) {
       atomic_store_explicit(&r->owner, st, memory_order_relaxed);
       set_quiet(r);
@@ -410,11 +413,15 @@ static inline __attribute__((always_inline)) pg_acc_t *begin_piece(begin_ctx_t *
   a->region_gen = h->gen;
   a->stream = st;
   a->fifo_next = NULL;
-  if (st->fifo_tail) st->fifo_tail->fifo_next = a;
-  else st->fifo_head = a;
+  if (st->fifo_tail) {
+    st->fifo_tail->fifo_next = a;
+  } else {
+    st->fifo_head = a;
+    atomic_store_explicit(&st->busy, true, memory_order_release);
+  }
   st->fifo_tail = a;
   if (!st->run_head) st->run_head = a;
-  atomic_store_explicit(&st->nfifo, LD(st->nfifo) + 1, memory_order_release);
+  st->nfifo++;
   index_owned(st, a);
   if (atomic_load_explicit(&a->where, memory_order_relaxed) == PG_IN_PENDING)
     atomic_store_explicit(&a->ready, false, memory_order_relaxed);
@@ -481,8 +488,8 @@ __attribute__((noinline)) static void begin_finish(pg_stream_t *st, bool hook,
 
 /* An access that could not be begun (its stream has no state, or no record or event could be
  * had): counted, so that the stats do not count it tracked. Its conflict check ran. */
-__attribute__((noinline, cold)) static int untracked_begin(void) {
-  pg_stream_untracked_op();
+__attribute__((noinline, cold)) static int untracked_begin(const pg_origin_t *origin) {
+  pg_stream_untracked_op(origin && origin->func);
   return -1;
 }
 
@@ -503,7 +510,7 @@ static inline __attribute__((always_inline)) int begin_leave(begin_ctx_t *c, pg_
   if (retired) pg_stream_retired(retired, evicted);
   atomic_fetch_add_explicit(&pg_inflight_total, ok, memory_order_relaxed);
   if (ok && (c->hook || pending)) begin_finish(st, c->hook, c->first_seq, accs, ok);
-  return ok ? (int)ok : untracked_begin();
+  return ok ? (int)ok : untracked_begin(c->origin);
 }
 
 /* Any span: one piece per region, clipped so that no byte is tracked twice when regions
@@ -525,7 +532,7 @@ static int begin(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits, size_t
   }
   if (!np) return 0;
   pg_stream_t *st = pg_stream_get(stream);
-  if (!pg_stream_tracked(st)) return untracked_begin();
+  if (!pg_stream_tracked(st)) return untracked_begin(origin);
   begin_ctx_t c = {.st = st, .stream = stream, .dir = dir, .origin = origin, .stack = stack,
                    .t = pg_stamp(), .hook = pg_hook_begin != NULL, .shape = shape};
   pg_acc_t *accs[MAX_PIECES], *later = NULL;
@@ -568,7 +575,7 @@ int pg_access_begin_at(const pg_lookup_t *lk, pg_dir_t dir, cudaStream_t stream,
   uintptr_t lo = h->base > lk->lo ? h->base : lk->lo, hi = h->end < lk->hi ? h->end : lk->hi;
   if (lo >= hi) return 0;
   pg_stream_t *st = lk->stream ? (pg_stream_t *)lk->stream : pg_stream_get(stream);
-  if (!pg_stream_tracked(st)) return untracked_begin();
+  if (!pg_stream_tracked(st)) return untracked_begin(&origin);
   begin_ctx_t c = {.st = st, .stream = stream, .dir = dir, .origin = &origin, .stack = stack,
                    .t = pg_stamp(), .hook = pg_hook_begin != NULL};
   pg_acc_t *later = NULL;

@@ -263,7 +263,17 @@ static pg_stream_t *untracked(void) {
   return &pg_stream_untracked;
 }
 
-void pg_stream_untracked_op(void) { pg_tracker_count(PG_TRACKER_UNTRACKED, 1); }
+void pg_stream_untracked_op(bool kernel) {
+  pg_tracker_count(kernel ? PG_TRACKER_UNTRACKED_KERNEL : PG_TRACKER_UNTRACKED, 1);
+}
+
+/* The larger handle cache, in a per-thread block (pg_tls.h): direct-mapped, valid as the small
+ * one is (no stream destroyed since the entry was filled). */
+#define STREAM_CACHE_BIG 1024
+static inline unsigned stream_cache_big_slot(cudaStream_t s) {
+  uintptr_t k = (uintptr_t)s;
+  return (unsigned)((k >> 4) ^ (k >> 14)) % STREAM_CACHE_BIG;
+}
 
 pg_stream_t *pg_stream_get_slow(cudaStream_t s) {
   if (s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread) {
@@ -274,8 +284,13 @@ pg_stream_t *pg_stream_get_slow(cudaStream_t s) {
     return st ? st : untracked();
   }
   unsigned long gen = atomic_load_explicit(&pg_stream_map_gen, memory_order_acquire);
-  pg_stream_t *st = lookup_or_add(s, 0, 0);
+  /* A thread enqueueing on more streams than its small cache holds (many streams reading the
+   * same weights, a pool of streams per device) finds most of them here, without the map. */
+  pg_stream_cache_t *big = pg_tls_get(PG_TLS_STREAM_CACHE, STREAM_CACHE_BIG * sizeof *big);
+  pg_stream_cache_t *b = big ? &big[stream_cache_big_slot(s)] : NULL;
+  pg_stream_t *st = b && b->st && b->h == s && b->gen == gen ? b->st : lookup_or_add(s, 0, 0);
   if (!st) return untracked();
+  if (b) *b = (pg_stream_cache_t){s, st, gen};
   {
     pg_stream_cache_t *c = &pg_stream_cache[pg_stream_cache_slot(s)];
     c->h = s;
@@ -529,7 +544,7 @@ void pg_stream_trim(pg_stream_t *st) {
   cudaEvent_t extra[TRIM_EVENTS];
   size_t nextra = 0;
   pg_lock(&st->mu);
-  size_t keep = LD(st->nfifo) > TRIM_KEEP_RECORDS ? LD(st->nfifo) : TRIM_KEEP_RECORDS;
+  size_t keep = st->nfifo > TRIM_KEEP_RECORDS ? st->nfifo : TRIM_KEEP_RECORDS;
   while (st->nfree_accs > keep) {
     pg_acc_t *a = st->free_accs;
     st->free_accs = a->fifo_next;
@@ -598,8 +613,11 @@ size_t pg_stream_retire_locked(pg_stream_t *st, size_t max, pg_acc_t **later) {
       st->ndone--;
     }
     st->fifo_head = a->fifo_next;
-    if (!st->fifo_head) st->fifo_tail = NULL;
-    ST(st->nfifo, LD(st->nfifo) - 1);
+    if (!st->fifo_head) {
+      st->fifo_tail = NULL;
+      ST(st->busy, false);
+    }
+    st->nfifo--;
     int where = atomic_load_explicit(&a->where, memory_order_relaxed);
     if (where == PG_IN_OWN) {
       pg_inflight_own_unlink(a); /* st owns the region: its lock is the list's */
@@ -685,7 +703,7 @@ static void host_learn_pairs(const pg_clock_pair_t *p, size_t n) {
   for (size_t i = 0; i < n; i++) {
     pg_stream_t *st = pg_stream_by_id(p[i].id);
     if (!st || !p[i].seq) continue;
-    bool busy = atomic_load_explicit(&st->nfifo, memory_order_acquire) != 0;
+    bool busy = atomic_load_explicit(&st->busy, memory_order_acquire);
     if (!busy && !LD(st->trim_pending)) continue;
     if (atomic_exchange_explicit(&st->learn_mark, mark, memory_order_relaxed) == mark) continue;
     if ((busy && retire_count(st, 0)) || LD(st->trim_pending)) pg_stream_trim(st);
@@ -998,8 +1016,8 @@ static void reset_stream(pg_stream_t *st) {
     a = next;
   }
   st->fifo_head = st->fifo_tail = st->run_head = NULL;
-  ST(st->nfifo, 0);
-  st->ndone = st->evicted_pending = st->nfree_accs = 0;
+  ST(st->busy, false);
+  st->nfifo = st->ndone = st->evicted_pending = st->nfree_accs = 0;
   if (atomic_exchange_explicit(&st->flag_pending, false, memory_order_relaxed))
     atomic_fetch_sub_explicit(&g_flags_pending, 1, memory_order_relaxed);
   while (st->free_accs) {

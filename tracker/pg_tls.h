@@ -13,6 +13,7 @@
 
 typedef enum pg_tls_id {
   PG_TLS_REGION_MEMO, /* pg_regions.c: the memo of regions found alone, and of one range */
+  PG_TLS_STREAM_CACHE, /* pg_streams.c: stream handle -> state, for threads using many streams */
   PG_TLS_NEG_CACHE,   /* pg_decide.c: pages known not to be pinned */
   PG_TLS_HOSTFN_OPEN, /* pg_decide.c: ranges a running host function was let through */
   PG_TLS_STACK_ENDS,  /* pg_stack.c: break points where a frame-pointer walk may end */

@@ -39,12 +39,14 @@ void pg_tracker_set_hooks(pg_access_begin_fn on_begin, pg_access_hook_fn on_reti
 /* Counters the tracker keeps for the stats (the policy's, which it does not link): retired,
  * ordered before the host and no longer tracked; evicted, completed but never ordered, dropped
  * beyond a stream's cap. The hook (optional) is called outside every tracker lock. */
-/* untracked: an access not begun because its stream has no state (past the stream limit, or
- * out of memory) or no completion event could be had; its conflict check still ran. */
+/* untracked: a copy's (untracked_kernel: a kernel's, its origin naming a function) access not
+ * begun because its stream has no state (past the stream limit, or out of memory) or no
+ * completion event could be had; its conflict check still ran. Once per begin call. */
 typedef enum pg_tracker_stat {
   PG_TRACKER_RETIRED,
   PG_TRACKER_EVICTED,
-  PG_TRACKER_UNTRACKED
+  PG_TRACKER_UNTRACKED,
+  PG_TRACKER_UNTRACKED_KERNEL
 } pg_tracker_stat_t;
 void pg_tracker_set_stat_hook(void (*fn)(pg_tracker_stat_t what, uint64_t n));
 /* How many accesses that completed without being ordered each stream keeps (default

@@ -220,8 +220,9 @@ struct pg_stream {
   unsigned flag_width;
   unsigned poll_in;            /* begins left before the next poll of the FIFO's head */
   unsigned poll_gap;           /* begins between polls (0: not yet set; see poll_fifo) */
-  _Atomic size_t nfifo;        /* accesses on the FIFO (written under mu; read without it by
-                                * a sync, which skips a stream with none) */
+  size_t nfifo;                /* accesses on the FIFO */
+  atomic_bool busy;            /* the FIFO is not empty: written under mu when it fills or
+                                * empties; read without it by a sync, which skips idle streams */
   cudaEvent_t *pool;           /* idle completion events */
   size_t npool, cap_pool;      /* cap_pool >= nevents: returning one never grows the pool */
   size_t nevents;              /* events this stream owns: idle in the pool or its accesses' */
@@ -330,8 +331,9 @@ extern _Atomic uint64_t pg_legacy_version[PG_MAX_DEVICES];
 extern pg_stream_t pg_stream_untracked;
 #define PG_UNTRACKED_ID (UINT32_MAX - 1)
 static inline bool pg_stream_tracked(const pg_stream_t *st) { return st != &pg_stream_untracked; }
-/* An op on an untracked stream: counted (PG_TRACKER_UNTRACKED), warned about once. */
-void pg_stream_untracked_op(void);
+/* An access not begun (untracked stream, or no record or event): counted once per begin call
+ * (PG_TRACKER_UNTRACKED, or _KERNEL when a kernel's). */
+void pg_stream_untracked_op(bool kernel);
 
 /* The state for a stream handle (0 and cudaStreamLegacy are the current device's legacy stream,
  * cudaStreamPerThread the calling thread's on the current device); &pg_stream_untracked when

@@ -171,7 +171,10 @@ static struct {
   cudaEvent_t e[FZ_MAXE];
   event_t ev[FZ_MAXE];
   unsigned char *dev[FZ_MAXS];
-  unsigned char devmodel[FZ_MAXS][FZ_DEVBYTES];
+  /* Each stream's device scratch as program order says (legacy streams after the created
+   * ones), allocated for the streams a seed has: FZ_MAXS of them would be 40 MiB to clear per
+   * seed. */
+  unsigned char (*devmodel)[FZ_DEVBYTES];
   buf_t b[FZ_MAXB];
   _Atomic uint64_t next_gen;
   /* the log */
@@ -1230,12 +1233,13 @@ static void exec_op(int i) {
       break;
     }
     case FZ_DSYNC: { /* the current device's streams only (this thread's, in concurrent runs) */
-      vc_t *snap = malloc(sizeof M.svc); /* too large for a stack */
+      int nsnap = nstreams_created() + (fz_legacy(M.cfg) ? ndevices() : 0);
+      vc_t *snap = malloc((size_t)nsnap * sizeof *snap); /* too large for a stack */
       if (!snap) {
         err = cudaErrorMemoryAllocation;
         break;
       }
-      memcpy(snap, M.svc, sizeof M.svc);
+      memcpy(snap, M.svc, (size_t)nsnap * sizeof *snap);
       t_dsync_begun[t_dev]++;
       g_dsync_begun[t_dev]++;
       err = cudaDeviceSynchronize();
@@ -1436,6 +1440,10 @@ int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap) 
   int nstreams = cfg->streams * (cfg->concurrent ? cfg->threads : 1);
   int nevents = cfg->events * (cfg->concurrent ? cfg->threads : 1);
   int nlegacy = fz_legacy(cfg) ? ndevices() : 0;
+  if (!(M.devmodel = calloc((size_t)(nstreams + nlegacy), sizeof *M.devmodel))) {
+    snprintf(why, cap, "error: out of memory");
+    return 1;
+  }
   for (int d = 0; d < nlegacy; d++) { /* device d's legacy stream: its device memory */
     if (cudaSetDevice(d) != cudaSuccess ||
         cudaMalloc((void **)&M.dev[nstreams + d], FZ_DEVBYTES) != cudaSuccess) {
@@ -1539,6 +1547,7 @@ int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap) 
     cudaFree(M.dev[nstreams + d]);
   }
   for (int e = 0; e < nevents; e++) cudaEventDestroy(M.e[e]);
+  free(M.devmodel);
   cudaSetDevice(0);
   T = &M.tm[0];
   log_collect(junk, 4);
