@@ -2,7 +2,8 @@
 HELPER's pysh_launch (tests/e2e/pystack_helper.c: one cudaMemcpyAsync into a pinned buffer)
 N times through ctypes, from DEPTH nested Python frames (default 10, a framework's depth),
 synchronizing every 64 launches, and prints one JSON line: ns per launch (the median of batches
-of 64). Run it under `pinguard` with python_stacks=0 and =1 and compare; docs/PERFORMANCE.md
+of 64), and cpu_ns_per_launch: the process's CPU time (every thread's: simcuda's stream workers
+and pinguard's included) over the whole loop, per launch (bench/cpu_ratio.py compares it). Run it under `pinguard` with python_stacks=0 and =1 and compare; docs/PERFORMANCE.md
 gives the commands (callgrind instruction counts, and wall time)."""
 import ctypes
 import json
@@ -34,5 +35,8 @@ def nested(d, k):
     return nested(d - 1, k) if d > 1 else batches(k)
 
 
+cpu0 = time.process_time_ns()
 times = sorted(nested(depth, max(1, n // 64)))
-print(json.dumps({"launches": n, "depth": depth, "ns_per_launch": round(times[len(times) // 2])}))
+cpu = (time.process_time_ns() - cpu0) / (64 * max(1, n // 64))
+print(json.dumps({"launches": n, "depth": depth, "ns_per_launch": round(times[len(times) // 2]),
+                  "cpu_ns_per_launch": round(cpu)}))
