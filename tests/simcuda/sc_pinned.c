@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -271,6 +272,17 @@ typedef struct sc_views {
 } sc_views;
 
 static __thread sc_views *sc_my_views; /* one pointer of static TLS; the list is allocated */
+static pthread_key_t sc_views_key;       /* frees the thread's list when the thread ends */
+static pthread_once_t sc_views_once = PTHREAD_ONCE_INIT;
+static void sc_views_key_init(void) { (void)pthread_key_create(&sc_views_key, free); }
+
+static sc_views *sc_views_alloc(void) {
+  sc_views *vs = calloc(1, sizeof *vs);
+  if (!vs) return NULL;
+  pthread_once(&sc_views_once, sc_views_key_init);
+  (void)pthread_setspecific(sc_views_key, vs);
+  return sc_my_views = vs;
+}
 
 static void sc_view_close(sc_view *v) {
   if (v->map) munmap(v->map, v->len);
@@ -281,7 +293,7 @@ static void sc_view_close(sc_view *v) {
 /* Opens a view of r (caller holds the read lock). NULL when it cannot. */
 static char *sc_view_open(const sc_region *r) {
   sc_views *vs = sc_my_views;
-  if (!vs && !(vs = sc_my_views = calloc(1, sizeof *vs))) return NULL;
+  if (!vs && !(vs = sc_views_alloc())) return NULL;
   for (int i = 0; i < vs->n; i++)
     if (vs->v[i].base == r->base && vs->v[i].gen == r->gen) return vs->v[i].map;
   if (vs->n == SC_MAX_VIEWS) return NULL;
