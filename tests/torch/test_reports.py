@@ -80,7 +80,10 @@ def test_enforce_summary_names_the_users_line_with_default_options():
         assert re.search(r"SUMMARY: pinguard: cpu-read-during-device-write \S*kv_engine\.py:%d in "
                          r"commit_store" % pickle_line, report), report
         assert "libpinguard" not in report, report
-        assert "enforce: waited" in report, report
+        # Prevented either way: enforce waited for the kernel, or it had completed by then (a
+        # loaded machine's CPU can come 20 ms late), with nothing left to wait for.
+        assert ("enforce: waited" in report or
+                "enforce: no wait needed, the conflicting GPU work had completed" in report), report
     assert "libpinguard" not in r.stderr, r.explain()
 
 
