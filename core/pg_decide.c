@@ -163,17 +163,20 @@ typedef struct probe {
   uintptr_t at;         /* a fault's byte: a pitched copy in flight counts if it touches it */
 } probe_t;
 
-static size_t run_probe(const probe_t *q, pg_access_t *out, size_t cap) {
-  unsigned flags = q->guarding ? PG_FIND_GUARDING : 0;
+/* q's accesses that `flags` (PG_FIND_*) select: of its shape's bytes, or the fault's byte, or
+ * all of [p, p+n). */
+static size_t probe_find(const probe_t *q, unsigned flags, pg_access_t *out, size_t cap) {
+  pg_query_kind_t kind = (pg_query_kind_t)q->kind;
   if (q->shape)
-    return pg_access_find_shaped((pg_query_kind_t)q->kind, flags, q->shape, q->dir, q->stream,
-                                 out, cap);
+    return pg_access_find_shaped(kind, flags, q->shape, q->dir, q->stream, out, cap);
   if (q->at)
-    return pg_access_find_at((pg_query_kind_t)q->kind, flags, q->p, q->n, q->at, q->dir,
-                             q->stream, out, cap);
-  if (q->guarding)
-    return pg_access_find((pg_query_kind_t)q->kind, PG_FIND_GUARDING, q->p, q->n, q->dir,
-                          q->stream, out, cap);
+    return pg_access_find_at(kind, flags, q->p, q->n, q->at, q->dir, q->stream, out, cap);
+  return pg_access_find(kind, flags, q->p, q->n, q->dir, q->stream, out, cap);
+}
+
+static size_t run_probe(const probe_t *q, pg_access_t *out, size_t cap) {
+  if (q->shape || q->at || q->guarding)
+    return probe_find(q, q->guarding ? PG_FIND_GUARDING : 0, out, cap);
   if (q->kind == PROBE_CONFLICTS)
     return q->lk ? pg_access_conflicts_at(q->lk, q->dir, q->stream, out, cap)
                  : pg_access_conflicts(q->p, q->n, q->dir, q->stream, out, cap);
@@ -225,13 +228,7 @@ static wait_result_t wait_running(const probe_t *q, pg_access_t *found, size_t h
   for (size_t i = 0; i < have && r == WAIT_DONE; i++)
     if (!found[i].completed) r = wait_bounded(&found[i], t0);
   for (size_t left = total; left > have && r == WAIT_DONE;) {
-    pg_query_kind_t kind = (pg_query_kind_t)q->kind;
-    left = q->shape ? pg_access_find_shaped(kind, PG_FIND_RUNNING, q->shape, q->dir, q->stream,
-                                            found, cap)
-           : q->at  ? pg_access_find_at(kind, PG_FIND_RUNNING, q->p, q->n, q->at, q->dir,
-                                        q->stream, found, cap)
-                    : pg_access_find(kind, PG_FIND_RUNNING, q->p, q->n, q->dir, q->stream, found,
-                                     cap);
+    left = probe_find(q, PG_FIND_RUNNING, found, cap);
     have = left < cap ? left : cap;
     for (size_t i = 0; i < have && r == WAIT_DONE; i++) r = wait_bounded(&found[i], t0);
   }
