@@ -2,8 +2,11 @@
  * buffer splits its mapping; with the budget lowered (guard_map_budget=40) a burst of 200 copies
  * into distinct pieces of one 32 MiB buffer guards about 20 of them and skips the rest (each
  * skip counted: print_stats' guard_skipped_maps), the mappings the burst added stay within the
- * budget, and the program's own mmap calls still succeed.
+ * budget, and the program's own mmap calls still succeed. It prints two counts: the mappings the
+ * whole process gained (a sanitizer's allocator adds its own there) and those inside the buffer
+ * (only guards split it).
  * Usage: safe_map_budget */
+#include <stdint.h>
 #include <sys/mman.h>
 
 #include "e2e.h"
@@ -13,12 +16,17 @@
 #define STRIDE (128u * 1024u)
 #define COPIES 200
 
-static long count_maps(void) {
+/* The process's mappings that overlap [lo, hi); all of them when hi is 0. */
+static long count_maps(uintptr_t lo, uintptr_t hi) {
   FILE *f = fopen("/proc/self/maps", "r");
   if (!f) return -1;
   long n = 0;
-  int c;
-  while ((c = fgetc(f)) != EOF) n += c == '\n';
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    unsigned long start, end;
+    if (sscanf(line, "%lx-%lx", &start, &end) != 2) continue;
+    n += !hi || (start < hi && end > lo);
+  }
   fclose(f);
   return n;
 }
@@ -32,10 +40,11 @@ int main(void) {
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   CHECK(cudaDeviceSynchronize());
-  long before = count_maps();
+  uintptr_t lo = (uintptr_t)buf, hi = lo + BYTES;
+  long before = count_maps(0, 0), inside_before = count_maps(lo, hi);
   for (unsigned i = 0; i < COPIES; i++)
     CHECK(cudaMemcpyAsync(buf + (size_t)i * STRIDE, dev, PIECE, cudaMemcpyDeviceToHost, s));
-  long during = count_maps();
+  long during = count_maps(0, 0), inside_during = count_maps(lo, hi);
   /* The program's own mappings. */
   int own = 0;
   for (int i = 0; i < 100; i++) {
@@ -45,6 +54,7 @@ int main(void) {
   }
   CHECK(cudaStreamSynchronize(s));
   printf("mappings added by the burst: %ld\n", during - before);
+  printf("mappings added inside the buffer: %ld\n", inside_during - inside_before);
   printf("own mmaps: %d of 100\n", own);
   CHECK(cudaFreeHost(buf));
   return 0;

@@ -102,17 +102,19 @@ set_tests_properties(e2e.safe.hugetlb PROPERTIES SKIP_RETURN_CODE 77)
 # most 40 mappings (guard_map_budget counts from when guards started; up to 4 more are the
 # stream's worker thread, started by the first copy), 180 guards or more are
 # skipped and counted, one warning says so, and the program's own mmap calls succeed.
-# A sanitizer's allocator maps memory of its own for the burst's allocations (ASAN: 49 in all), so
-# there the count may reach 59.
+# Inside the buffer only guards split mappings, so that count is held to the budget in every
+# build. A sanitizer's allocator maps memory of its own while the burst runs, between two of
+# pinguard's counts (ASAN: about 49, TSAN: about 60), so there the process-wide count is not held.
 set(map_budget_burst "([0-9]|[1-3][0-9]|4[0-4])")
 if(PG_SANITIZE)
-  set(map_budget_burst "([0-9]|[1-4][0-9]|5[0-9])")
+  set(map_budget_burst "[0-9]+")
 endif()
 pg_e2e_program(safe_map_budget)
 pg_safe_case(map_budget safe_map_budget
              OPTIONS "mode=audit:guard=1:guard_min_bytes=4096:guard_map_budget=40:print_stats=1"
              ENV SIMCUDA_LATENCY_US=200000
              CHECK --stdout "mappings added by the burst: ${map_budget_burst}$"
+                   --stdout "mappings added inside the buffer: ([1-9]|[1-3][0-9]|40)$"
                    --stdout "own mmaps: 100 of 100"
                    --stderr "guard_skipped_maps: 1[89][0-9] " --count "reached the mapping budget" 1)
 
