@@ -10,6 +10,7 @@
 #include <link.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -311,6 +312,53 @@ static bool eval_loop_frame(const pg_frame_t *f) {
          strncmp(f->function, "PyEval_EvalFrame", 16) == 0;
 }
 
+/* ---- symbolized frames, kept ------------------------------------------------------------
+ * A report symbolizes every frame of up to three stacks, and a loop's reports come from the same
+ * call sites each time: dladdr walks a module's symbols, and a static function's name costs the
+ * module's symbol table read from its file. Frames are kept by pc (with exact and how), 128 of
+ * them, direct-mapped, and all forgotten when the loader's count of loads or unloads moves: a
+ * module loaded where an unloaded one was must not inherit its names. Under the report lock. */
+#define FRAME_CACHE 128
+typedef struct cached_frame {
+  void *pc;
+  unsigned key; /* exact | how << 1 | 1 << 31: 0 is an empty entry */
+  pg_frame_t f;
+} cached_frame_t;
+static cached_frame_t frame_cache[FRAME_CACHE];
+static unsigned long long cache_adds, cache_subs;
+
+static int loader_counts(struct dl_phdr_info *info, size_t size, void *data) {
+  unsigned long long *counts = data;
+  if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) return 1;
+  counts[0] = info->dlpi_adds;
+  counts[1] = info->dlpi_subs;
+  return 1; /* the counts are the same in every entry: the first one will do */
+}
+
+/* Forgets every kept frame when a module was loaded or unloaded since the last call (or when
+ * the loader gives no counts). */
+static void frame_cache_check_loader(void) {
+  unsigned long long counts[2] = {0, 0};
+  dl_iterate_phdr(loader_counts, counts);
+  if (counts[0] == cache_adds && counts[1] == cache_subs && counts[0]) return;
+  memset(frame_cache, 0, sizeof frame_cache);
+  cache_adds = counts[0];
+  cache_subs = counts[1];
+}
+
+static void symbolize_cached(void *pc, bool exact, unsigned how, pg_frame_t *f) {
+  unsigned key = (unsigned)exact | how << 1 | 1u << 31;
+  cached_frame_t *c = &frame_cache[((uintptr_t)pc >> 1) * 0x9E3779B1u % FRAME_CACHE];
+  if (c->key == key && c->pc == pc) {
+    *f = c->f;
+    return;
+  }
+  symbolize_pc(pc, exact, how, f);
+  c->pc = pc;
+  c->key = key;
+  c->f = *f;
+}
+
 void pg_symbolize_stack(const pg_stack_t *s, unsigned max_depth, unsigned how,
                         pg_symstack_t *out) {
   out->present = s != NULL;
@@ -325,8 +373,9 @@ void pg_symbolize_stack(const pg_stack_t *s, unsigned max_depth, unsigned how,
   unsigned n = s->depth;
   if (n > PG_STACK_MAX) n = PG_STACK_MAX;
   if (n > max_depth) n = max_depth;
+  frame_cache_check_loader();
   for (unsigned i = 0; i < n; i++) {
-    symbolize_pc(s->pc[i], i == 0 && (s->flags & PG_STACK_EXACT_PC0), how, &out->f[i]);
+    symbolize_cached(s->pc[i], i == 0 && (s->flags & PG_STACK_EXACT_PC0), how, &out->f[i]);
     if (py && i > 0 && eval_loop_frame(&out->f[i])) {
       n = i;
       break;
