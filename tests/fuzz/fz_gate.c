@@ -12,19 +12,26 @@
  * The library sits between pinguard and simcuda: the fuzzer links it before libcudart, so
  * pinguard's RTLD_NEXT lookup of a real function finds these definitions (carrying libcudart's
  * version node) first. pinguard's checks therefore run while the gates are still closed, and
- * each definition here opens them before it forwards to simcuda. Opening is an atomic store:
- * safe from pinguard's fault handler. */
+ * each definition here opens them before it forwards to simcuda. Opening is an atomic store and
+ * a futex wake: safe from pinguard's fault handler. A closed gate's host function sleeps on that
+ * futex (polling instead cost a system call every 20 us per held stream, most of the fuzzer's
+ * CPU time). */
 #include <dlfcn.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 #include <cuda_runtime_api.h>
 
 #include "fz_gate.h"
 
 static atomic_uint_fast64_t g_last;    /* id of the latest gate made */
 static atomic_uint_fast64_t g_opened;  /* gates with an id up to this are open */
+static _Atomic uint32_t g_openings;    /* the futex: bumped after each opening that opened some */
 /* Openings begun and done: an opening counts in g_begun before it opens anything and in g_done
  * after, so an op that reads g_done when it starts and g_begun when it ends (equal: no opening
  * overlapped it) never misses one that a preempted opener was halfway through. */
@@ -42,6 +49,10 @@ void fz_gate_open_all(void) {
   uint64_t cur = atomic_load(&g_opened);
   while (cur < last && !atomic_compare_exchange_weak(&g_opened, &cur, last)) {
   }
+  if (cur < last) {
+    atomic_fetch_add(&g_openings, 1);
+    syscall(SYS_futex, &g_openings, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+  }
   atomic_fetch_add(&g_done, 1);
   t_done++;
 }
@@ -50,9 +61,15 @@ uint64_t fz_gate_opened(void) { return atomic_load(&g_opened); }
 uint64_t fz_gate_others_done(void) { return atomic_load(&g_done) - t_done; }
 uint64_t fz_gate_others_begun(void) { return atomic_load(&g_begun) - t_begun; }
 
+/* Sleeps until gate id opens: the futex word is read before the gate, so an opening between the
+ * two makes the wait return at once. Each wait is bounded (10 ms) all the same. */
 void fz_gate_wait(uint64_t id) {
-  struct timespec ts = {0, 20000};
-  while (atomic_load(&g_opened) < id) nanosleep(&ts, NULL);
+  for (;;) {
+    uint32_t seen = atomic_load(&g_openings);
+    if (atomic_load(&g_opened) >= id) return;
+    struct timespec ts = {0, 10000000};
+    syscall(SYS_futex, &g_openings, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+  }
 }
 
 static void gate_body(void *user) { fz_gate_wait((uint64_t)(uintptr_t)user); }
