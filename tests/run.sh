@@ -26,7 +26,7 @@ configure_and_build() { # dir, extra cmake args...: quiet, its logs beside the b
 }
 
 run_tests() { # dir
-  echo "==> $1: test"
+  echo "==> $1: test (at ${SECONDS} s)"
   ctest --test-dir "$1" --output-on-failure -j"$test_jobs"
 }
 
@@ -72,6 +72,7 @@ if [ "${1:-}" != "--quick" ]; then
   done
   [ -z "${builder:-}" ] || wait "$builder" || true
 fi
+echo "==> done at ${SECONDS} s"
 if [ -n "$failed" ]; then
   echo "==> FAILED in:$failed"
   exit 1
