@@ -25,26 +25,36 @@ import kv_engine  # noqa: E402
 CHUNKS_PER_CALL = 4
 
 
-def block_bytes_of(cache, g):
-    """The bytes block g (global index chunk * blocks_per_chunk + i) is meant to hold."""
-    base = torch.arange(cache.block_bytes, dtype=torch.int64)
-    return ((base + g * 31) % 251).to(torch.uint8)
+_OFFSETS = {}
+
+
+def _offsets_mod_251(size):
+    """i % 251 for every byte offset i of a block (int32), made once per block size."""
+    if size not in _OFFSETS:
+        _OFFSETS[size] = torch.arange(size, dtype=torch.int32) % 251
+    return _OFFSETS[size]
+
+
+def blocks_bytes_of(cache, first, n):
+    """The bytes blocks first..first+n-1 (global index chunk * blocks_per_chunk + i) are meant to
+    hold, one row each: byte i of block g is (i + 31 g) % 251."""
+    g = torch.arange(first, first + n, dtype=torch.int32).unsqueeze(1)
+    return ((_offsets_mod_251(cache.block_bytes) + g * 31 % 251) % 251).to(torch.uint8)
 
 
 def chunk_of(cache, c):
-    """Chunk c's bytes: its blocks, each block_bytes_of() its global index."""
-    i = torch.arange(cache.chunk_bytes, dtype=torch.int64)
-    g = c * cache.blocks_per_chunk + i // cache.block_bytes
-    return ((i % cache.block_bytes + g * 31) % 251).to(torch.uint8)
+    """Chunk c's bytes: its blocks, each blocks_bytes_of() its global index."""
+    n = cache.blocks_per_chunk
+    return blocks_bytes_of(cache, c * n, n).reshape(-1)
 
 
 def count_bad_blocks(cache, chunk_index, data):
     """Blocks of chunk `chunk_index` whose bytes in `data` (a CPU uint8 tensor) are wrong."""
-    bad = 0
-    for i in range(cache.blocks_per_chunk):
-        got = data[i * cache.block_bytes:(i + 1) * cache.block_bytes]
-        bad += int(not torch.equal(got, block_bytes_of(cache, chunk_index * cache.blocks_per_chunk + i)))
-    return bad
+    n, size = cache.blocks_per_chunk, cache.block_bytes
+    want = blocks_bytes_of(cache, chunk_index * n, n)
+    if data.dtype == torch.uint8 and data.numel() == n * size:
+        return int((data.reshape(n, size) != want).any(dim=1).sum())
+    return sum(int(not torch.equal(data[i * size:(i + 1) * size], want[i])) for i in range(n))
 
 
 def cache_contents(cache):
