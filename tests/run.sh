@@ -57,18 +57,33 @@ if [ "${1:-}" != "--quick" ]; then
     configure_and_build build-tsan -DPG_SANITIZE=thread
     echo $? >build-tsan.status
   fi
-  for dir in build-asan-ubsan build-tsan; do
+  # The two sanitizer suites run at the same time, each with half the jobs: many of their tests
+  # wait on device latency, so together they take less than one after the other. Each one's
+  # output goes to its log, printed whole when it ends.
+  sanitizer_suite() { # dir
+    local dir=$1
     # Wait for this build's status (the background builder writes it when the build ends).
     while [ -n "${builder:-}" ] && [ ! -s "$dir.status" ] && kill -0 "$builder" 2>/dev/null; do
       sleep 2
     done
     echo "==> $dir: configure, build (in the background: sanitizer-builds.log)"
     if [ "$(cat "$dir.status" 2>/dev/null)" = "0" ]; then
-      run_tests "$dir" || failed="$failed $dir"
+      test_jobs=$(((test_jobs + 1) / 2)) run_tests "$dir"
     else
       cat sanitizer-builds.log
-      failed="$failed $dir"
+      return 1
     fi
+  }
+  pids=()
+  for dir in build-asan-ubsan build-tsan; do
+    sanitizer_suite "$dir" >"$dir.test.log" 2>&1 &
+    pids+=($!)
+  done
+  i=0
+  for dir in build-asan-ubsan build-tsan; do
+    wait "${pids[$i]}" || failed="$failed $dir"
+    cat "$dir.test.log"
+    i=$((i + 1))
   done
   [ -z "${builder:-}" ] || wait "$builder" || true
 fi
