@@ -40,8 +40,10 @@ class Result:
         self.rc = proc.returncode
         self.stdout = proc.stdout
         self.stderr = proc.stderr
-        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-        self.data = json.loads(lines[-1]) if lines else {}
+        lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        self.data = lines[-1] if lines else {}
+        # A script that runs several scenarios in one process prints one line each.
+        self.scenarios = {d["scenario"]: d for d in lines if "scenario" in d}
         self.kinds = re.findall(r"pinguard: ERROR: ([a-z-]+) ", proc.stderr)
         m = re.search(r"^pinguard: (\d+) reports \((\d+) suppressed\), (\d+) waits", proc.stderr,
                       re.M)

@@ -67,7 +67,10 @@ def caching_pinned():
 
 
 if __name__ == "__main__":
-    t0 = time.monotonic()
-    result = {"randn": randn, "graph": graph, "caching_pinned": caching_pinned}[sys.argv[1]]()
-    result["seconds"] = round(time.monotonic() - t0, 3)
-    print(json.dumps(result))
+    # One JSON line per scenario named, run in turn in this one process.
+    for name in sys.argv[1:]:
+        t0 = time.monotonic()
+        result = {"randn": randn, "graph": graph, "caching_pinned": caching_pinned}[name]()
+        result["scenario"] = name
+        result["seconds"] = round(time.monotonic() - t0, 3)
+        print(json.dumps(result), flush=True)
