@@ -21,6 +21,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "pg_decide.h" /* pg_decide_cpu_fault: until the fault path moves behind the door */
 #include "pg_guard.h"
 #include "pg_intercept.h"
 #include "pg_safeload.h"
@@ -292,7 +293,7 @@ void pg_signal_install(bool single_steps) {
   sigemptyset(&ours.sa_mask);
   for (int i = 0; i < nguarded; i++)
     real_sigaction()(guarded_signals[i], &ours, &app_action[i]);
-  pg_safeload_arm(); /* on_fault asks pg_safeload_fixup first */
+  pg_engine_fault_handler_installed(); /* on_fault asks pg_safeload_fixup first */
 }
 
 /* ---- interposers ------------------------------------------------------------------------------ */

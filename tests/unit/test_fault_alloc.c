@@ -136,8 +136,8 @@ static void copies(cudaStream_t s, char *buf, void *dev, pg_dir_t dir) {
     if (e != cudaSuccess) die("cudaMemcpyAsync");
     pg_op_t op = {.api = "cudaMemcpyAsync", .what = "copy", .stream = s, .nspans = 1};
     op.spans[0] = (pg_span_t){.p = p, .n = SPAN_BYTES, .dir = dir};
-    pg_decide_before_op(&op);
-    pg_decide_after_op(&op);
+    pg_on_op_begin(&op);
+    pg_on_op_end(&op);
   }
 }
 
@@ -150,9 +150,9 @@ static void touch(char *buf, bool write) {
 }
 
 static void sync_stream(cudaStream_t s) {
-  pg_decide_sync_prepare(s);
+  pg_on_sync_begin(s);
   bool ok = cudaStreamSynchronize(s) == cudaSuccess;
-  pg_decide_sync_done(ok);
+  pg_on_sync_end(ok);
   if (!ok) die("cudaStreamSynchronize");
 }
 
@@ -165,7 +165,7 @@ static void *worker(void *arg) {
   void *dev = NULL;
   if (cudaHostAlloc((void **)&buf, n, cudaHostAllocDefault) != cudaSuccess) die("cudaHostAlloc");
   if (cudaMalloc(&dev, SPAN_BYTES) != cudaSuccess) die("cudaMalloc");
-  pg_decide_pinned(buf, n, PG_PIN_HOST_ALLOC, 0, NULL);
+  pg_on_pin(buf, n, PG_PIN_HOST_ALLOC, 0, NULL);
   struct timespec later = {0, 8 * 1000 * 1000}; /* beyond the copies' latency */
   for (int round = 0; round < ROUNDS; round++) {
     /* While in flight: device reads against CPU writes, device writes against CPU reads. */
@@ -202,7 +202,7 @@ int main(int argc, char **argv) {
   sigaction(SIGBUS, &sa, NULL);
   pg_cudart_fns_t rt = sim_runtime_fns();
   pg_devops_t ops = pg_devops_runtime(&rt);
-  if (!pg_decide_start(&ops)) die("pg_decide_start");
+  if (!pg_engine_start(&ops)) die("pg_engine_start");
 
   pthread_t th[THREADS];
   for (int i = 0; i < THREADS; i++) pthread_create(&th[i], NULL, worker, NULL);
