@@ -15,7 +15,7 @@
  * guard pages and stack options. False: pinguard stays inert. */
 bool pg_decide_start(const pg_devops_t *ops);
 
-/* ---- CPU faults (called from the signal handler) ------------------------------------------ */
+/* ---- CPU faults (pg_fault.c calls these from the signal handler) --------------------------- */
 /* The CPU stack of a fault, from the handler: pc and frame pointer of the faulting instruction.
  * Unwinds through the signal frame, so it must run on the stack the handler was entered on (or
  * one switched to from it with a frame-pointer chain back). */

@@ -1,6 +1,6 @@
 /* pg_engine.c: the entries of the engine's door (pg_engine.h) that are the process's own or
  * pass a fact straight on: options, start, exit, flag words, the system-call filter. The
- * decisions are in pg_decide.c. */
+ * decisions are in pg_decide.c, the fault path in pg_fault.c. */
 #include "pg_engine.h"
 #include "pg_decide.h"
 #include "pg_guard.h"

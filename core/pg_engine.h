@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 
-#include "pg_engine_types.h"  /* pg_op_t, pg_unpin_t, ... */
+#include "pg_engine_types.h"  /* pg_op_t, pg_unpin_t, pg_fault_t, ... */
 #include "pg_kernel_params.h" /* pg_kparams_*: a launch's parameter layout and pointer scan */
 
 /* ---- the process: load, start, fork, exit --------------------------------------------------- */
@@ -133,7 +133,15 @@ cudaError_t pg_on_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *),
 void pg_on_hostfn_enter(const pg_hostfn_pos_t *pos);
 void pg_on_hostfn_leave(void);
 
-/* ---- CPU accesses: a system call --------------------------------- */
+/* ---- CPU accesses: a fault on a guarded page, a system call --------------------------------- */
+/* A SIGSEGV, SIGBUS or SIGTRAP, from the signal handler, on the stack it was entered on (the
+ * CPU stack of a report is unwound from there), whether or not tracking started and whether or
+ * not the thread was inside pinguard (f->inside_pinguard). Decides whether the fault is
+ * pinguard's (a page it protected; a safe load of its own), settles it (enforce waits for the
+ * conflicting GPU accesses, audit reports them, on a stack of pinguard's own), lets the page
+ * go or keeps it guarded, and says what the handler does next. Signal-safe: no allocation, and
+ * no lock the interrupted thread may hold. */
+pg_fault_action_t pg_on_fault(const pg_fault_t *f);
 /* Before a system call that reads (kernel_writes=false: write, send) or fills (true: read,
  * recv) [p, p+n): whether it touches pinned memory, in which case the shim captures the call's
  * stack and calls pg_on_syscall; otherwise the buffer only shares a page with a guarded region

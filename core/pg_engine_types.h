@@ -1,5 +1,5 @@
 /* pg_engine_types.h: the descriptions the shim hands the engine (pg_engine.h): an asynchronous
- * operation and its host spans, an unpinning in two halves, an annotation. No CUDA
+ * operation and its host spans, an unpinning in two halves, an annotation, a fault. No CUDA
  * types beyond handles cross this line. */
 #ifndef PG_ENGINE_TYPES_H
 #define PG_ENGINE_TYPES_H
@@ -87,5 +87,33 @@ typedef struct pg_unpin {
 
 /* An annotation of include/pinguard.h (pg_on_annotation). */
 typedef enum pg_annotation { PG_ANN_RELEASE, PG_ANN_COMMIT, PG_ANN_WAIT } pg_annotation_t;
+
+/* ---- a fault, as the signal handler saw it (pg_on_fault) ------------------------------------ */
+typedef enum pg_fault_kind {
+  PG_FAULT_ACCESS, /* SIGSEGV or SIGBUS */
+  PG_FAULT_TRAP,   /* SIGTRAP */
+} pg_fault_kind_t;
+
+typedef struct pg_fault {
+  pg_fault_kind_t kind;
+  bool hardware;         /* raised by the CPU (si_code > 0), not sent by kill or raise */
+  bool access_error;     /* a SIGSEGV on a mapped page its protection denied (SEGV_ACCERR) */
+  bool trace;            /* a trap: the trap flag's, after one instruction (TRAP_TRACE) */
+  bool is_write;         /* the page-fault error code's write bit */
+  bool inside_pinguard;  /* the thread was in pinguard's own work (pg_shim_enter) */
+  bool can_step;         /* the handler single-steps (SIGTRAP is handled too) */
+  uintptr_t addr;        /* si_addr */
+  void *pc, *fp, *sp;    /* the faulting instruction, its frame pointer and stack pointer */
+  void *context;         /* the ucontext_t: a safe load's fault is resumed at its failure label */
+} pg_fault_t;
+
+/* What the handler does next. */
+typedef enum pg_fault_action {
+  PG_FAULT_CHAIN, /* not pinguard's: to the application's disposition */
+  PG_FAULT_RETRY, /* pinguard's and settled: return, and the instruction runs again (a trap:
+                     the steps are over, clear the trap flag) */
+  PG_FAULT_STEP,  /* return with the trap flag set: the instruction runs once with its page
+                     open, and the trap after it (PG_FAULT_TRAP) closes the page again */
+} pg_fault_action_t;
 
 #endif /* PG_ENGINE_TYPES_H */

@@ -1,9 +1,9 @@
 /* test_fault_alloc.c: nothing the fault path reaches allocates or frees. The program defines
  * malloc, calloc, realloc, free and the aligned allocators itself (forwarding to glibc's), and
  * they abort while this thread is inside its SIGSEGV handler. The handler does what the shim's
- * (shim/pg_signal.c, handle_fault) does for a fault on a guarded page: the fault stack, then
- * pg_decide_cpu_fault, which settles (enforce: waits; audit: reports), retires what completed,
- * and opens the page. Several threads, each on its own stream of the simulated runtime, copy
+ * (shim/pg_signal.c) does: it describes the fault and calls pg_on_fault, which claims it,
+ * switches to pinguard's own stack, settles (enforce: waits; audit: reports; the fault stack
+ * unwound for a report), retires what completed, and opens the page. Several threads, each on its own stream of the simulated runtime, copy
  * from their guarded buffers and touch them, both while the copies are in flight (a conflict)
  * and after they completed but before anything retired them (a benign fault that retires them,
  * from the handler). Sixteen distinct starts per region exercise the in-flight set's sorted
@@ -22,10 +22,9 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "pg_decide.h"
+#include "pg_engine.h"
 #include "pg_devops_runtime.h"
 #include "sim_runtime_fns.h"
-#include "pg_guard.h"
 #include "pg_policy.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -93,26 +92,26 @@ int posix_memalign(void **out, size_t a, size_t n) {
 
 /* ---- the handler ---------------------------------------------------------------------------- */
 static void on_fault(int sig, siginfo_t *info, void *uctx) {
-  (void)sig;
   ucontext_t *uc = uctx;
-  uintptr_t addr = (uintptr_t)info->si_addr;
-  /* Another thread's retirement may have opened the page since the fault (as pg_signal.c's
-   * retry_stale): the retried instruction goes through. */
-  static __thread unsigned stale;
-  bool owns = pg_guard_owns(addr); /* asked once: another thread may open the page any time */
-  if (!owns && pg_guard_claims(addr) != PG_GUARD_NOT_OURS && ++stale < 1000) return;
-  stale = 0;
-  if (!owns) {
+  const greg_t *r = uc->uc_mcontext.gregs;
+  pg_fault_t f = {.kind = PG_FAULT_ACCESS,
+                  .hardware = info->si_code > 0,
+                  .access_error = sig == SIGSEGV && info->si_code == SEGV_ACCERR,
+                  .is_write = (r[REG_ERR] & 2) != 0,
+                  .addr = (uintptr_t)info->si_addr,
+                  .pc = (void *)r[REG_RIP],
+                  .fp = (void *)r[REG_RBP],
+                  .sp = (void *)r[REG_RSP],
+                  .context = uc};
+  t_in_fault = 1;
+  pg_fault_action_t action = pg_on_fault(&f);
+  t_in_fault = 0;
+  if (action != PG_FAULT_RETRY) {
     static const char msg[] = "FAIL: a fault on a page pinguard does not guard\n";
-    ssize_t r = write(2, msg, sizeof msg - 1);
-    (void)r;
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
     _exit(3);
   }
-  t_in_fault = 1;
-  bool is_write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
-  pg_decide_cpu_fault(addr, is_write, (void *)uc->uc_mcontext.gregs[REG_RIP],
-                      (void *)uc->uc_mcontext.gregs[REG_RBP], false);
-  t_in_fault = 0;
   atomic_fetch_add_explicit(&g_faults, 1, memory_order_relaxed);
 }
 
