@@ -2,7 +2,7 @@
  * wholly inside it are protected (PROT_NONE for device writes and unknown direction, PROT_READ
  * for device reads), so a CPU access faults and pinguard can act before the bytes are harmed.
  * pg_guard.c keeps the per-page counts that decide each page's protection; the fault handler
- * lives in shim/pg_signal.c and what to do about a fault in pg_decide.c. */
+ * lives in shim/pg_signal.c and what to do about a fault in pg_fault.c and pg_decide.c. */
 #ifndef PG_GUARD_H
 #define PG_GUARD_H
 
