@@ -4,8 +4,8 @@
  * graph launches, a fault, a system call, an annotation; and the process's own: options at load,
  * start on the first tracked call, fork, exit. The shim includes this header and nothing else of
  * core/, tracker/ or policy/: an interceptor describes its call in these terms (pg_engine_types.h,
- * and pg_kernel_params.h for what a launch touches), tells the engine, and returns exactly what
- * the real function returned.
+ * with the call-site capture and pitched shapes its ops hold, and pg_kernel_params.h for what a
+ * launch touches), tells the engine, and returns exactly what the real function returned.
  *
  * Every pg_on_* below runs inside pinguard (the shim brackets it with pg_shim_enter/leave, so
  * that what the engine does is not tracked itself), after tracking started (pg_engine_start),
@@ -145,7 +145,8 @@ pg_fault_action_t pg_on_fault(const pg_fault_t *f);
 /* Before a system call that reads (kernel_writes=false: write, send) or fills (true: read,
  * recv) [p, p+n): whether it touches pinned memory, in which case the shim captures the call's
  * stack and calls pg_on_syscall; otherwise the buffer only shares a page with a guarded region
- * (if at all), and that page is let through for it. Cheap: one lookup of the region index. */
+ * (if at all), and that page is let through for it. Cheap: one lookup of the region index; it
+ * tracks nothing, so the shim asks it outside pg_shim_enter. */
 bool pg_on_syscall_begin(const void *p, size_t n, bool kernel_writes);
 /* Settles conflicts, then makes sure the kernel will not meet a guarded page (it would return
  * EFAULT rather than fault). `call` names it in reports, e.g. "write(2)". */
