@@ -10,9 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
-#include "pg_decide.h"
+#include "pg_engine.h"
 #include "pg_guard.h"
 #include "pg_policy.h"
 #include "test_policy_helpers.h"
@@ -433,6 +434,58 @@ Test(core, a_device_read_leaves_its_pages_readable) {
   cr_assert(pg_guard_page_allows((uintptr_t)buf, false));
   cr_assert(!pg_guard_page_allows((uintptr_t)buf, true));
   cr_assert_eq(buf[0], 0, "reading is allowed");
+}
+
+/* ---- the fault door: pg_on_fault, given what a handler saw ---------------------------------- */
+/* A SIGSEGV on addr for a denied access (SEGV_ACCERR), as the shim's handler describes it; the
+ * instruction is this test's own code (the CPU stack of a report starts here), which is no safe
+ * load of pinguard's. */
+static ucontext_t fault_context;
+static pg_fault_t access_fault(uintptr_t addr, bool is_write) {
+  getcontext(&fault_context);
+  return (pg_fault_t){.kind = PG_FAULT_ACCESS,
+                      .hardware = true,
+                      .access_error = true,
+                      .is_write = is_write,
+                      .addr = addr,
+                      .pc = __builtin_return_address(0),
+                      .fp = __builtin_frame_address(0),
+                      .sp = __builtin_frame_address(0),
+                      .context = &fault_context};
+}
+
+Test(core, a_fault_on_a_page_pinguard_never_guarded_goes_to_the_application) {
+  start("audit", "1:guard_min_bytes=4096");
+  copy(0, 4096, 8192, true); /* pages 1 and 2 guarded; page 0 not */
+  pg_fault_t f = access_fault((uintptr_t)buf, false);
+  cr_assert_eq(pg_on_fault(&f), PG_FAULT_CHAIN);
+  f = access_fault((uintptr_t)buf + 4096, false);
+  f.access_error = false; /* SEGV_MAPERR, or a SIGBUS: never a guard page's */
+  cr_assert_eq(pg_on_fault(&f), PG_FAULT_CHAIN);
+  pg_fault_t trap = {.kind = PG_FAULT_TRAP, .hardware = true, .trace = true};
+  cr_assert_eq(pg_on_fault(&trap), PG_FAULT_CHAIN, "no single step of pinguard's is running");
+  cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
+}
+
+Test(core, a_fault_on_a_guarded_page_is_settled_and_retried) {
+  start("audit", "1:guard_min_bytes=4096");
+  copy(0, 4096, 8192, true); /* a device write of pages 1 and 2, in flight */
+  pg_fault_t f = access_fault((uintptr_t)buf + 4096, false);
+  cr_assert_eq(pg_on_fault(&f), PG_FAULT_RETRY);
+  cr_assert_eq(tp_count(log_text(), "ERROR: cpu-read-during-device-write"), 1, "%s", out);
+  /* Reported: the access stops guarding its pages, so the retried read goes through. */
+  cr_assert(pg_guard_page_allows((uintptr_t)buf + 4096, false));
+  cr_assert_eq(buf[4096], 0);
+}
+
+Test(core, a_fault_of_a_thread_inside_pinguard_opens_the_page_unchecked) {
+  start("audit", "1:guard_min_bytes=4096");
+  copy(0, 4096, 8192, true);
+  pg_fault_t f = access_fault((uintptr_t)buf + 4096, true);
+  f.inside_pinguard = true; /* it may hold any of pinguard's locks: nothing is looked up */
+  cr_assert_eq(pg_on_fault(&f), PG_FAULT_RETRY);
+  buf[4096] = 1; /* the page is open (unlocked, uncounted): the retried store goes through */
+  cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
 }
 
 /* ---- stacks are captured only for ops that touch pinned memory ------------------------------ */
