@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "pg_decide.h"
+#include "pg_engine_types.h"
 
 /* A capture began on stream s (its begin call succeeded). */
 void pg_capture_begin(const void *stream);

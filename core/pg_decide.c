@@ -334,19 +334,19 @@ bool pg_decide_start(const pg_devops_t *ops) {
 
 /* Lock order: captures (pg_capture.c), then the tracker, then guard stripes, then the report
  * lock. */
-void pg_decide_atfork_prepare(void) {
+void pg_engine_atfork_prepare(void) {
   pg_capture_atfork_prepare();
   pg_tracker_atfork_prepare();
   pg_guard_atfork_prepare();
   pg_policy_atfork_prepare();
 }
-void pg_decide_atfork_parent(void) {
+void pg_engine_atfork_parent(void) {
   pg_policy_atfork_parent();
   pg_guard_atfork_parent();
   pg_tracker_atfork_parent();
   pg_capture_atfork_parent();
 }
-void pg_decide_atfork_child(void) {
+void pg_engine_atfork_child(void) {
   pg_policy_atfork_child();
   pg_guard_atfork_child(); /* opens every inherited guarded page: the child has no GPU work */
   pg_tracker_atfork_child();
@@ -373,7 +373,7 @@ __attribute__((no_sanitize("address"))) static bool glibc_mmapped_block(uintptr_
          start + chunk - hi < page;
 }
 
-unsigned pg_decide_register_flags(const void *p, size_t n) {
+unsigned pg_on_register_begin(const void *p, size_t n) {
   if (!pg_guard_enabled() || !n) return 0; /* only guard pages need to know */
   pg_mapping_t m;
   if (pg_maps_query(p, &m) <= 0) return 0;
@@ -397,17 +397,13 @@ unsigned pg_decide_register_flags(const void *p, size_t n) {
   return flags;
 }
 
-void pg_decide_pinned(void *p, size_t n, pg_pin_how_t how, unsigned flags, const pg_stack_t *st) {
+void pg_on_pin(void *p, size_t n, pg_pin_how_t how, unsigned flags, const pg_stack_t *st) {
   pg_region_add(p, n, how, flags, st);
   pg_stat_inc(PG_STAT_REGIONS_PINNED);
 }
 
-void pg_decide_unpin_begin(void *p, bool is_free, const pg_stack_t *st, pg_unpin_t *saved) {
-  pg_decide_unpin_begin_as(p, is_free, is_free ? "cudaFreeHost" : "cudaHostUnregister", st, saved);
-}
-
-void pg_decide_unpin_begin_as(void *p, bool is_free, const char *api, const pg_stack_t *st,
-                              pg_unpin_t *saved) {
+void pg_on_unpin_begin(void *p, bool is_free, const char *api, const pg_stack_t *st,
+                       pg_unpin_t *saved) {
   saved->had_region = false;
   saved->kept = false;
   pg_region_t reg;
@@ -430,7 +426,7 @@ void pg_decide_unpin_begin_as(void *p, bool is_free, const char *api, const pg_s
   pg_guard_forget(reg.base, reg.base + reg.size, false);
 }
 
-void pg_decide_unpin_end(const pg_unpin_t *saved, bool succeeded) {
+void pg_on_unpin_end(const pg_unpin_t *saved, bool succeeded) {
   if (saved->kept) {
     if (succeeded) { /* against expectation: let it go now */
       const pg_region_t *r = &saved->region;
@@ -495,7 +491,7 @@ static inline __attribute__((always_inline)) void check_span(const pg_op_t *op, 
 
 static void settle_span(const pg_op_t *op, size_t i, const pg_lookup_t *lk) {
   /* A captured op does not run now, but at each launch of its graph, where it is checked
-   * against what is in flight then (pg_decide_graph_launch_check). */
+   * against what is in flight then (pg_on_graph_launch_begin). */
   if (stream_capturing(op->stream)) return;
   const pg_span_t *s = &op->spans[i];
   pg_access_t found[MAX_FOUND];
@@ -535,7 +531,7 @@ __attribute__((noinline)) static void before_op_unknown(pg_op_t *op) {
   check_span(op, 0, &op->lk[0]);
 }
 
-void pg_decide_before_op(pg_op_t *op) {
+void pg_on_op_begin(pg_op_t *op) {
   /* The common op, one sized span (a copy's host side): before_op_spans for it alone, with the
    * quiet answer of the lookup just made. */
   if (__builtin_expect(op->nspans == 1 && op->spans[0].n != 0, 1)) {
@@ -589,7 +585,7 @@ __attribute__((noinline)) static void after_op_spans(pg_op_t *op) {
   if (any) pg_stat_inc(op->func ? PG_STAT_KERNELS_TRACKED : PG_STAT_COPIES_TRACKED);
 }
 
-void pg_decide_after_op(pg_op_t *op) {
+void pg_on_op_end(pg_op_t *op) {
   /* The common op, one span begun in stream order with no capture anywhere: the begin is the
    * tail call. */
   if (__builtin_expect(op->nspans == 1 && op->nlk == 1 && op->spans[0].order != PG_SRC_AT_CALL &&
@@ -604,28 +600,28 @@ void pg_decide_after_op(pg_op_t *op) {
   after_op_spans(op);
 }
 
-void pg_decide_after_shaped_op(pg_op_t *op) { after_op_spans(op); }
+void pg_on_shaped_op_end(pg_op_t *op) { after_op_spans(op); }
 
-void pg_decide_untracked_op(cudaStream_t s) { pg_hb_enqueue(s); }
+void pg_on_untracked_op(cudaStream_t s) { pg_hb_enqueue(s); }
 
 /* ---- capture and graphs -------------------------------------------------------------------- */
-void pg_decide_capture_begun(cudaStream_t s) {
+void pg_on_capture_begin(cudaStream_t s) {
   pg_capture_begin(s);
   atomic_fetch_add(&active_captures, 1);
 }
 
-void pg_decide_capture_ended(cudaStream_t s, cudaGraph_t graph) {
+void pg_on_capture_end(cudaStream_t s, cudaGraph_t graph) {
   /* An end call on a stream that was not capturing fails and ends no capture: the count stays
    * (else enforce would wait during a live capture, which can invalidate it). */
   if (pg_capture_end(s, graph) && atomic_load(&active_captures) > 0)
     atomic_fetch_sub(&active_captures, 1);
 }
 
-void pg_decide_graph_instantiated(cudaGraphExec_t exec, cudaGraph_t graph) {
+void pg_on_graph_instantiate(cudaGraphExec_t exec, cudaGraph_t graph) {
   pg_capture_instantiate(exec, graph);
 }
 
-void pg_decide_graph_launch_check(cudaGraphExec_t exec, cudaStream_t s, const char *api,
+void pg_on_graph_launch_begin(cudaGraphExec_t exec, cudaStream_t s, const char *api,
                                   const pg_stack_t *st) {
   pg_op_t *ops;
   size_t n = pg_capture_launch_ops(exec, &ops);
@@ -642,7 +638,7 @@ void pg_decide_graph_launch_check(cudaGraphExec_t exec, cudaStream_t s, const ch
   free(ops);
 }
 
-void pg_decide_graph_launched(cudaGraphExec_t exec, cudaStream_t s, const pg_stack_t *st) {
+void pg_on_graph_launch_end(cudaGraphExec_t exec, cudaStream_t s, const pg_stack_t *st) {
   pg_op_t *ops;
   size_t n = pg_capture_launch_ops(exec, &ops);
   for (size_t i = 0; i < n; i++) {
@@ -655,19 +651,19 @@ void pg_decide_graph_launched(cudaGraphExec_t exec, cudaStream_t s, const pg_sta
   free(ops);
 }
 
-void pg_decide_graph_exec_destroyed(cudaGraphExec_t exec) { pg_capture_exec_destroyed(exec); }
+void pg_on_graph_exec_destroy(cudaGraphExec_t exec) { pg_capture_exec_destroyed(exec); }
 
 /* ---- ordering ------------------------------------------------------------------------------ */
-void pg_decide_event_recorded(cudaEvent_t e, cudaStream_t s) { pg_hb_event_record(e, s); }
-void pg_decide_stream_waited_event(cudaStream_t s, cudaEvent_t e) { pg_hb_stream_wait_event(s, e); }
-void pg_decide_event_completed(cudaEvent_t e) { pg_hb_event_completed(e); }
-void pg_decide_event_destroyed(cudaEvent_t e) { pg_hb_event_destroyed(e); }
-void pg_decide_sync_prepare(cudaStream_t s) { pg_hb_sync_prepare(s); }
-void pg_decide_sync_prepare_device(void) { pg_hb_sync_prepare_device(); }
-void pg_decide_sync_done(bool succeeded) { pg_hb_sync_done(succeeded); }
-void pg_decide_stream_destroyed(cudaStream_t s) { pg_hb_stream_destroyed(s); }
+void pg_on_event_record(cudaEvent_t e, cudaStream_t s) { pg_hb_event_record(e, s); }
+void pg_on_stream_wait_event(cudaStream_t s, cudaEvent_t e) { pg_hb_stream_wait_event(s, e); }
+void pg_on_event_complete(cudaEvent_t e) { pg_hb_event_completed(e); }
+void pg_on_event_destroy(cudaEvent_t e) { pg_hb_event_destroyed(e); }
+void pg_on_sync_begin(cudaStream_t s) { pg_hb_sync_prepare(s); }
+void pg_on_device_sync_begin(void) { pg_hb_sync_prepare_device(); }
+void pg_on_sync_end(bool succeeded) { pg_hb_sync_done(succeeded); }
+void pg_on_stream_destroy(cudaStream_t s) { pg_hb_stream_destroyed(s); }
 
-void pg_decide_flag_written(cudaStream_t s, const void *addr, uint64_t value, unsigned width) {
+void pg_on_flag_write(cudaStream_t s, const void *addr, uint64_t value, unsigned width) {
   if (pg_region_find_range(addr, width, NULL, 0) == 0) return; /* not host memory pinguard knows */
   pg_hb_flag_written(s, addr, value, width);
 }
@@ -735,19 +731,19 @@ static void note_opened(uintptr_t lo, uintptr_t hi) {
   hostfn_nopen++;
 }
 
-bool pg_decide_capturing(cudaStream_t s) { return stream_capturing(s); }
+bool pg_engine_capturing(cudaStream_t s) { return stream_capturing(s); }
 
-cudaError_t pg_decide_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *), void *arg,
+cudaError_t pg_on_hostfn_enqueue(cudaStream_t s, cudaError_t (*enqueue)(void *), void *arg,
                                      pg_hostfn_pos_t *pos) {
   return pg_hb_hostfn_enqueue(s, enqueue, arg, pos);
 }
 
-void pg_decide_hostfn_enter(const pg_hostfn_pos_t *pos) {
+void pg_on_hostfn_enter(const pg_hostfn_pos_t *pos) {
   hostfn_nopen = 0;
   pg_hb_hostfn_enter(pos);
 }
 
-void pg_decide_hostfn_leave(void) {
+void pg_on_hostfn_leave(void) {
   pg_hb_hostfn_leave();
   const hostfn_range_t *hostfn_open = pg_tls_peek(PG_TLS_HOSTFN_OPEN);
   for (unsigned i = 0; hostfn_open && i < hostfn_nopen; i++)
@@ -797,7 +793,7 @@ bool pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp, bool
    * another access still guards them: it then faults the retried instruction again, and is
    * settled in turn. One memcpy across a guarded buffer is one CPU access, so it makes one
    * report, not one per page it goes on to touch. A host function's CPU accesses instead open
-   * the pages until it returns (pg_decide_hostfn_leave protects them again): the accesses keep
+   * the pages until it returns (pg_on_hostfn_leave protects them again): the accesses keep
    * guarding them against every other thread. */
   size_t have = total > 0 ? ((size_t)total < FAULT_FOUND ? (size_t)total : FAULT_FOUND) : 0;
   for (size_t i = 0; i < have; i++) {
@@ -841,7 +837,7 @@ bool pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp, bool
   return false;
 }
 
-void pg_decide_syscall(const void *p, size_t n, bool kernel_writes, const char *call,
+void pg_on_syscall(const void *p, size_t n, bool kernel_writes, const char *call,
                        const pg_stack_t *st) {
   if (pg_region_find_range(p, n, NULL, 0) == 0) return;
   pg_access_t found[MAX_FOUND];
@@ -878,7 +874,7 @@ static void order_host_after(const probe_t *q, pg_access_t *found, size_t cap) {
   }
 }
 
-int pg_decide_annotation(pg_annotation_t what, const void *p, size_t n, const pg_stack_t *st) {
+int pg_on_annotation(pg_annotation_t what, const void *p, size_t n, const pg_stack_t *st) {
   pg_access_t found[MAX_FOUND];
   probe_t any = {.kind = PROBE_ANY, .p = p, .n = n};
   probe_t writes = {.kind = PROBE_WRITES, .p = p, .n = n};

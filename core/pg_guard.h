@@ -2,7 +2,7 @@
  * wholly inside it are protected (PROT_NONE for device writes and unknown direction, PROT_READ
  * for device reads), so a CPU access faults and pinguard can act before the bytes are harmed.
  * pg_guard.c keeps the per-page counts that decide each page's protection; the fault handler
- * lives in shim/pg_signal.c and what to do about a fault in pg_decide.c. */
+ * lives in shim/pg_signal.c and what to do about a fault in pg_fault.c and pg_decide.c. */
 #ifndef PG_GUARD_H
 #define PG_GUARD_H
 
@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pg_engine_types.h" /* PG_REGION_FLAG_* */
 #include "pg_kinds.h"
 
 /* The kinds of pinned memory whose mprotect support is probed separately. */
@@ -102,17 +103,7 @@ void pg_guard_spare_neighbour(const void *p, size_t n, bool kernel_writes);
 
 /* Marks whether the memory of a region is a MAP_SHARED mapping (decides its probe kind). */
 pg_guard_kind_t pg_guard_kind_of(pg_pin_how_t how, unsigned region_flags);
-#define PG_REGION_FLAG_SHARED 0x80000000u /* set by the shim on cudaHostRegister of shared memory */
-/* The region's mapping lies within the region's whole pages: the bytes its partial first and last
- * pages hold besides the region belong to no other object (the header and tail of a large
- * malloc block, which glibc maps on its own), so those pages may be guarded too. */
-#define PG_REGION_FLAG_OWNS_EDGES 0x40000000u
-/* Pinned through the driver API (cuMemHostAlloc, cuMemAllocHost, cuMemHostRegister): reports
- * name those calls. */
-#define PG_REGION_FLAG_DRIVER 0x20000000u
-/* Decided at registration (pg_guard_decide.h): this memory is never guarded (private memory on a
- * kernel whose protection round trip copies pages, hugetlb memory). */
-#define PG_REGION_FLAG_NO_GUARD 0x10000000u
+/* The PG_REGION_FLAG_* a region carries: pg_engine_types.h. */
 
 /* The words [p, p+n) are a flag protocol's (a stream memory operation names them: the device
  * writes or waits on them while the CPU polls or sets them): the pages holding them are never

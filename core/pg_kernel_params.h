@@ -1,7 +1,7 @@
 /* pg_kernel_params.h: what a kernel launch touches. A kernel reaches pinned host memory through
  * raw pointers in its parameters, so every 8-byte-aligned word of every parameter
  * that could be an address becomes a span of unknown direction, up to the end of the region it
- * points into (n == 0; pg_decide_before_op keeps only the words inside tracked regions).
+ * points into (n == 0; pg_on_op_begin keeps only the words inside tracked regions).
  *
  * The parameter layout (offsets and sizes) is asked of the API layer once per function, through
  * a callback (the runtime answers with cudaFuncGetParamInfo), and cached. Launches that name a
@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pg_decide.h" /* pg_op_t */
+#include "pg_engine_types.h" /* pg_op_t */
 
 #define PG_KP_MAX_PARAMS 64
 #define PG_KP_MAX_WORDS 256 /* pointer words listed per function (else the layout is walked) */

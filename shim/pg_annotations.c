@@ -9,7 +9,7 @@
 static int annotate(pg_annotation_t what, const void *p, size_t n, const pg_stack_t *st) {
   if (!p || n == 0 || !pg_shim_start_tracking()) return 0;
   pg_reentry_t g = pg_shim_enter();
-  int found = pg_decide_annotation(what, p, n, st);
+  int found = pg_on_annotation(what, p, n, st);
   pg_shim_leave(g);
   return found;
 }

@@ -10,7 +10,6 @@
 #include <cuda.h>
 #undef cuGetProcAddress
 
-#include "pg_guard.h"
 #include "pg_op.h"
 
 /* The per-thread-default-stream twins, which the header declares only in that build mode. */
@@ -264,7 +263,7 @@ PG_INTERCEPT(CUresult, cuCtxSynchronize_v2, CUcontext ctx) {
 #define PG_CU_EVENT_RECORD(name, ptsz)                                                        \
   PG_INTERCEPT(CUresult, name, CUevent e, CUstream s) {                                       \
     return PG_AFTER_SUCCESS(PG_FORWARD_CU(name, e, s),                                        \
-                            pg_decide_event_recorded((cudaEvent_t)e,                          \
+                            pg_on_event_record((cudaEvent_t)e,                          \
                                                      pg_stream_of((cudaStream_t)s, ptsz)));   \
   }
 PG_CU_EVENT_RECORD(cuEventRecord, false)
@@ -273,7 +272,7 @@ PG_CU_EVENT_RECORD(cuEventRecord_ptsz, true)
 #define PG_CU_EVENT_RECORD_FLAGS(name, ptsz)                                                  \
   PG_INTERCEPT(CUresult, name, CUevent e, CUstream s, unsigned int flags) {                   \
     return PG_AFTER_SUCCESS(PG_FORWARD_CU(name, e, s, flags),                                 \
-                            pg_decide_event_recorded((cudaEvent_t)e,                          \
+                            pg_on_event_record((cudaEvent_t)e,                          \
                                                      pg_stream_of((cudaStream_t)s, ptsz)));   \
   }
 PG_CU_EVENT_RECORD_FLAGS(cuEventRecordWithFlags, false)
@@ -282,7 +281,7 @@ PG_CU_EVENT_RECORD_FLAGS(cuEventRecordWithFlags_ptsz, true)
 #define PG_CU_STREAM_WAIT_EVENT(name, ptsz)                                                   \
   PG_INTERCEPT(CUresult, name, CUstream s, CUevent e, unsigned int flags) {                   \
     return PG_AFTER_SUCCESS(PG_FORWARD_CU(name, s, e, flags),                                 \
-                            pg_decide_stream_waited_event(pg_stream_of((cudaStream_t)s, ptsz), \
+                            pg_on_stream_wait_event(pg_stream_of((cudaStream_t)s, ptsz), \
                                                           (cudaEvent_t)e));                   \
   }
 PG_CU_STREAM_WAIT_EVENT(cuStreamWaitEvent, false)
@@ -290,20 +289,20 @@ PG_CU_STREAM_WAIT_EVENT(cuStreamWaitEvent_ptsz, true)
 
 PG_INTERCEPT(CUresult, cuEventSynchronize, CUevent e) {
   return PG_AFTER_SUCCESS(PG_FORWARD_CU(cuEventSynchronize, e),
-                          pg_decide_event_completed((cudaEvent_t)e));
+                          pg_on_event_complete((cudaEvent_t)e));
 }
 
 PG_INTERCEPT(CUresult, cuEventQuery, CUevent e) {
   return PG_AFTER_SUCCESS(PG_FORWARD_CU(cuEventQuery, e),
-                          pg_decide_event_completed((cudaEvent_t)e));
+                          pg_on_event_complete((cudaEvent_t)e));
 }
 
 PG_INTERCEPT(CUresult, cuEventDestroy_v2, CUevent e) {
   return PG_AFTER_SUCCESS(PG_FORWARD_CU(cuEventDestroy_v2, e),
-                          pg_decide_event_destroyed((cudaEvent_t)e));
+                          pg_on_event_destroy((cudaEvent_t)e));
 }
 
 PG_INTERCEPT(CUresult, cuStreamDestroy_v2, CUstream s) {
   return PG_AFTER_SUCCESS(PG_FORWARD_CU(cuStreamDestroy_v2, s),
-                          pg_decide_stream_destroyed((cudaStream_t)s));
+                          pg_on_stream_destroy((cudaStream_t)s));
 }

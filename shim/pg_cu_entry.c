@@ -33,7 +33,6 @@ CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersio
 
 #include "pg_intercept.h"
 #include "pg_shim.h"
-#include "pg_stack.h" /* pg_module_named */
 
 /* ---- whose call is it ------------------------------------------------------------------------ */
 /* The load base of the runtime pinguard interposes, where its real cuda* functions live; 0 while

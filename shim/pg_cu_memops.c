@@ -3,13 +3,12 @@
  * has no form of them). They are flag protocols: the device writes a word the CPU polls, or
  * waits for a word the CPU sets, ordering work in a way CUDA itself does not see. A flag word
  * on a guarded page would make enforce wait for GPU work that waits for the CPU: the pages of
- * every word they name are never guarded (pg_guard_never), from before the operation is queued.
+ * every word they name are never guarded (pg_on_flag_word), from before the operation is queued.
  * A write to a pinned host word is also an ordering edge: the CPU that polls the word and sees
- * the value is ordered after the work its stream did before the write (pg_decide_flag_written).
+ * the value is ordered after the work its stream did before the write (pg_on_flag_write).
  * The call is forwarded unchanged; what it returns is the driver's. */
 #include <cuda.h>
 
-#include "pg_guard.h"
 #include "pg_intercept.h"
 #include "pg_shim.h"
 
@@ -23,7 +22,7 @@
 static void never_guard(CUdeviceptr addr, size_t n) {
   if (!addr || !pg_shim_start_tracking()) return;
   pg_reentry_t g = pg_shim_enter();
-  pg_guard_never((const void *)(uintptr_t)addr, n);
+  pg_on_flag_word((const void *)(uintptr_t)addr, n);
   pg_shim_leave(g);
 }
 
@@ -31,7 +30,7 @@ static void never_guard(CUdeviceptr addr, size_t n) {
 static void flag_written(CUstream s, bool ptsz, CUdeviceptr addr, uint64_t value, unsigned width) {
   if (!addr || !pg_shim_start_tracking()) return;
   pg_reentry_t g = pg_shim_enter();
-  pg_decide_flag_written(pg_stream_of((cudaStream_t)s, ptsz), (const void *)(uintptr_t)addr,
+  pg_on_flag_write(pg_stream_of((cudaStream_t)s, ptsz), (const void *)(uintptr_t)addr,
                          value, width);
   pg_shim_leave(g);
 }

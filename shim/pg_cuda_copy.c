@@ -1,6 +1,6 @@
 /* pg_cuda_copy.c: interceptors for asynchronous copies, plain and _ptsz.
  * Each one describes its host operands as spans (which way the device touches them, pg_op.h) and
- * brackets the real call with pg_decide_before_op / pg_decide_after_op (PG_TRACKED_CALL). Which
+ * brackets the real call with pg_on_op_begin / pg_on_op_end (PG_TRACKED_CALL). Which
  * spans are really pinned is decided in core/, from the tracker's regions and the runtime's
  * pointer attributes. */
 #include <string.h>
@@ -156,14 +156,14 @@ int pg_shim_batch(const pg_batch_t *b, const char *api, bool ptsz, const pg_stac
   pg_op_t op;
   for (size_t gi = 0; gi < ngroups; gi++) {
     batch_group(&op, b, api, ptsz, st, gi, &a);
-    pg_decide_before_op(&op);
+    pg_on_op_begin(&op);
   }
   int err = batch_forward(b, missing);
   if (err == 0) {
     a = 0;
     for (size_t gi = 0; gi < ngroups; gi++) {
       batch_group(&op, b, api, ptsz, st, gi, &a);
-      pg_decide_after_op(&op);
+      pg_on_op_end(&op);
     }
   }
   pg_shim_leave(r);

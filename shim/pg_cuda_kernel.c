@@ -11,13 +11,11 @@
  * launches (print_stats) and says so once per function at verbosity >= 1. */
 #include <stdint.h>
 
-#include "pg_kernel_params.h"
 #include "pg_op.h"
-#include "pg_policy.h"
 
 /* pg_shim.h; also the driver layer's (pg_cu_api.c). */
 void pg_shim_note_unscanned(const void *func, const char *query) {
-  if (pg_policy_options()->verbosity >= 1)
+  if (pg_engine_verbosity() >= 1)
     pg_shim_warn("kernel %p has no parameter information (%s failed); its launches are not "
                  "scanned for host pointers", func, query);
 }
@@ -62,10 +60,10 @@ int pg_shim_launch_op(const char *api, bool ptsz, const void *func, const pg_kpa
   } else {
     pg_kparams_build_op(&op, kp, args); /* no layout: counted unscanned */
   }
-  if (op.nspans) pg_decide_before_op(&op);
+  if (op.nspans) pg_on_op_begin(&op);
   int err = fwd(fwd_ctx);
-  if (err == 0 && op.nspans) pg_decide_after_op(&op);
-  else if (err == 0 && op.stream == 0) pg_decide_untracked_op(0); /* legacy ordering */
+  if (err == 0 && op.nspans) pg_on_op_end(&op);
+  else if (err == 0 && op.stream == 0) pg_on_untracked_op(0); /* legacy ordering */
   return err;
 }
 

@@ -21,7 +21,7 @@ PG_INTERCEPT(cudaError_t, cudaMallocHost, void **p, size_t size) {
 unsigned pg_shim_register_kind(void *p, size_t n) {
   if (!pg_shim_start_tracking()) return 0;
   pg_reentry_t g = pg_shim_enter();
-  unsigned kind = pg_decide_register_flags(p, n);
+  unsigned kind = pg_on_register_begin(p, n);
   pg_shim_leave(g);
   return kind;
 }
@@ -43,9 +43,9 @@ int pg_shim_unpin(void *p, bool is_free, const char *api, const pg_stack_t *st,
                   int (*forward)(void *p)) {
   pg_reentry_t g = pg_shim_enter();
   pg_unpin_t saved;
-  pg_decide_unpin_begin_as(p, is_free, api, st, &saved);
+  pg_on_unpin_begin(p, is_free, api, st, &saved);
   int err = forward(p);
-  pg_decide_unpin_end(&saved, err == 0);
+  pg_on_unpin_end(&saved, err == 0);
   pg_shim_leave(g);
   return err;
 }

@@ -16,11 +16,11 @@ int pg_shim_host_sync(cudaStream_t s, cudaStream_t resolved, bool device,
   if (!pg_shim_start_tracking()) return call(s);
   pg_reentry_t g = pg_shim_enter();
   if (device)
-    pg_decide_sync_prepare_device();
+    pg_on_device_sync_begin();
   else
-    pg_decide_sync_prepare(resolved);
+    pg_on_sync_begin(resolved);
   int err = call(s);
-  pg_decide_sync_done(err == 0);
+  pg_on_sync_end(err == 0);
   pg_shim_leave(g);
   return err;
 }
@@ -46,14 +46,14 @@ PG_INTERCEPT(cudaError_t, cudaDeviceSynchronize, void) {
 PG_INTERCEPT(cudaError_t, cudaStreamDestroy, cudaStream_t s) {
   /* Destroying a stream with work pending is legal: the work still completes. The tracker keeps
    * that work's accesses and forgets only the handle, which the runtime may hand out again. */
-  return PG_AFTER_SUCCESS(PG_FORWARD(cudaStreamDestroy, s), pg_decide_stream_destroyed(s));
+  return PG_AFTER_SUCCESS(PG_FORWARD(cudaStreamDestroy, s), pg_on_stream_destroy(s));
 }
 
 /* ---- events -------------------------------------------------------------------------------- */
 #define PG_EVENT_RECORD(name, ptsz)                                                           \
   PG_INTERCEPT(cudaError_t, name, cudaEvent_t e, cudaStream_t s) {                            \
     return PG_AFTER_SUCCESS(PG_FORWARD(name, e, s),                                           \
-                            pg_decide_event_recorded(e, pg_stream_of(s, ptsz)));              \
+                            pg_on_event_record(e, pg_stream_of(s, ptsz)));              \
   }
 PG_EVENT_RECORD(cudaEventRecord, false)
 PG_EVENT_RECORD(cudaEventRecord_ptsz, true)
@@ -61,27 +61,27 @@ PG_EVENT_RECORD(cudaEventRecord_ptsz, true)
 #define PG_EVENT_RECORD_FLAGS(name, ptsz)                                                     \
   PG_INTERCEPT(cudaError_t, name, cudaEvent_t e, cudaStream_t s, unsigned int flags) {        \
     return PG_AFTER_SUCCESS(PG_FORWARD(name, e, s, flags),                                    \
-                            pg_decide_event_recorded(e, pg_stream_of(s, ptsz)));              \
+                            pg_on_event_record(e, pg_stream_of(s, ptsz)));              \
   }
 PG_EVENT_RECORD_FLAGS(cudaEventRecordWithFlags, false)
 PG_EVENT_RECORD_FLAGS(cudaEventRecordWithFlags_ptsz, true)
 
 PG_INTERCEPT(cudaError_t, cudaEventDestroy, cudaEvent_t e) {
-  return PG_AFTER_SUCCESS(PG_FORWARD(cudaEventDestroy, e), pg_decide_event_destroyed(e));
+  return PG_AFTER_SUCCESS(PG_FORWARD(cudaEventDestroy, e), pg_on_event_destroy(e));
 }
 
 PG_INTERCEPT(cudaError_t, cudaEventSynchronize, cudaEvent_t e) {
-  return PG_AFTER_SUCCESS(PG_FORWARD(cudaEventSynchronize, e), pg_decide_event_completed(e));
+  return PG_AFTER_SUCCESS(PG_FORWARD(cudaEventSynchronize, e), pg_on_event_complete(e));
 }
 
 PG_INTERCEPT(cudaError_t, cudaEventQuery, cudaEvent_t e) {
-  return PG_AFTER_SUCCESS(PG_FORWARD(cudaEventQuery, e), pg_decide_event_completed(e));
+  return PG_AFTER_SUCCESS(PG_FORWARD(cudaEventQuery, e), pg_on_event_complete(e));
 }
 
 #define PG_STREAM_WAIT_EVENT(name, ptsz)                                                      \
   PG_INTERCEPT(cudaError_t, name, cudaStream_t s, cudaEvent_t e, unsigned int flags) {        \
     return PG_AFTER_SUCCESS(PG_FORWARD(name, s, e, flags),                                    \
-                            pg_decide_stream_waited_event(pg_stream_of(s, ptsz), e));         \
+                            pg_on_stream_wait_event(pg_stream_of(s, ptsz), e));         \
   }
 PG_STREAM_WAIT_EVENT(cudaStreamWaitEvent, false)
 PG_STREAM_WAIT_EVENT(cudaStreamWaitEvent_ptsz, true)
@@ -106,12 +106,12 @@ typedef struct hostfn_call {
 static void run_hostfn(hostfn_call_t *c, cudaStream_t s, cudaError_t status) {
   while (!atomic_load_explicit(&c->ready, memory_order_acquire)) sched_yield();
   pg_reentry_t g = pg_shim_enter();
-  pg_decide_hostfn_enter(&c->pos);
+  pg_on_hostfn_enter(&c->pos);
   pg_shim_leave(g);
   if (c->fn) c->fn(c->user);
   else c->callback(s, status, c->user);
   g = pg_shim_enter();
-  pg_decide_hostfn_leave();
+  pg_on_hostfn_leave();
   pg_shim_leave(g);
   if (!c->captured) free(c);
 }
@@ -136,7 +136,7 @@ int pg_shim_enqueue_hostfn(pg_hostfn_enqueue_t *e, cudaStream_t resolved) {
   if (e->fn) e->fn = hostfn_trampoline;
   else e->cb = callback_trampoline;
   e->arg = c;
-  if (pg_decide_capturing(resolved)) {
+  if (pg_engine_capturing(resolved)) {
     c->captured = true;
     atomic_store_explicit(&c->ready, true, memory_order_release);
     int err = e->real(e);
@@ -144,7 +144,7 @@ int pg_shim_enqueue_hostfn(pg_hostfn_enqueue_t *e, cudaStream_t resolved) {
     return err;
   }
   pg_reentry_t g = pg_shim_enter();
-  int err = pg_decide_hostfn_enqueue(resolved, do_enqueue, e, &c->pos);
+  int err = pg_on_hostfn_enqueue(resolved, do_enqueue, e, &c->pos);
   pg_shim_leave(g);
   if (err != 0) {
     free(c);
@@ -180,7 +180,7 @@ PG_BEGIN_CAPTURE_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaStreamBeginCapture_pts
 int pg_shim_capture_ended(cudaStream_t resolved, int err, cudaGraph_t *graph) {
   if (pg_shim_start_tracking()) {
     pg_reentry_t g = pg_shim_enter();
-    pg_decide_capture_ended(resolved, (err == 0 && graph) ? *graph : NULL);
+    pg_on_capture_end(resolved, (err == 0 && graph) ? *graph : NULL);
     pg_shim_leave(g);
   }
   return err;
@@ -200,7 +200,7 @@ PG_IS_CAPTURING(cudaStreamIsCapturing_ptsz)
 int pg_shim_graph_instantiated(int err, cudaGraphExec_t *exec, cudaGraph_t graph) {
   if (err == 0 && exec && pg_shim_start_tracking()) {
     pg_reentry_t g = pg_shim_enter();
-    pg_decide_graph_instantiated(*exec, graph);
+    pg_on_graph_instantiate(*exec, graph);
     pg_shim_leave(g);
   }
   return err;
@@ -212,7 +212,7 @@ PG_INSTANTIATE_INTERCEPTOR(cudaError_t, PG_FORWARD, cudaGraphInstantiateWithFlag
 void pg_shim_graph_launch_check(cudaGraphExec_t exec, cudaStream_t s, const char *api,
                                 const pg_stack_t *st) {
   pg_reentry_t g = pg_shim_enter();
-  pg_decide_graph_launch_check(exec, s, api, st);
+  pg_on_graph_launch_begin(exec, s, api, st);
   pg_shim_leave(g);
 }
 

@@ -6,7 +6,7 @@
 
 #include <cuda.h>
 
-#include "pg_devops.h"
+#include "pg_engine.h" /* pg_devops_t */
 
 typedef struct pg_cudrv_fns {
   CUresult (*event_create)(CUevent *e, unsigned flags);

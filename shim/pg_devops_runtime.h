@@ -5,7 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "pg_devops.h"
+#include "pg_engine.h" /* pg_devops_t */
 
 typedef struct pg_cudart_fns {
   cudaError_t (*event_create_with_flags)(cudaEvent_t *e, unsigned flags);

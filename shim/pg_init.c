@@ -2,19 +2,19 @@
  * not even be loaded yet), starts tracking lazily on the first CUDA call that needs it, keeps the
  * per-thread reentrancy flag, takes every lock around fork, and prints the exit summary. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "pg_devops_driver.h"
 #include "pg_devops_runtime.h"
 #include "pg_intercept.h"
-#include "pg_policy.h"
 #include "pg_shim.h"
-#include "pg_sink.h"
 
 /* Three-state init: calls arriving before or during it pass straight through.
  * INIT_DUPLICATE: another copy of libpinguard.so is the process's pinguard; this one stays inert. */
@@ -29,6 +29,18 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 __thread bool pg_shim_inside; /* pg_intercept.h: inside pinguard */
 #define inside_pinguard pg_shim_inside
 
+/* write(2) until all of it is written (or it fails); the system call itself, not pinguard's own
+ * write interposer. */
+static void write_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    long w = syscall(SYS_write, fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
 void pg_shim_warn(const char *fmt, ...) {
   char line[1536]; /* a path (up to 512 bytes) and a sentence about it fit whole */
   int n = snprintf(line, sizeof line, "pinguard: WARNING: ");
@@ -39,7 +51,7 @@ void pg_shim_warn(const char *fmt, ...) {
   size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
   if (len > sizeof line - 2) len = sizeof line - 2;
   line[len++] = '\n';
-  pg_write_all(STDERR_FILENO, line, len);
+  write_all(STDERR_FILENO, line, len);
 }
 
 /* ---- lazy start ----------------------------------------------------------------------------- */
@@ -99,10 +111,9 @@ static bool start_tracking(void) {
   pg_devops_t ops;
   if (!choose_ops(&ops)) return false;
   /* The fault handler goes in before the first page can be protected. */
-  if (pg_policy_guard()) pg_signal_install(pg_policy_options()->guard_shared_edges);
-  if (!pg_decide_start(&ops)) return false;
-  pg_policy_stats_start(pg_region_count, pg_tracker_inflight_count); /* stats_path= only */
-  return true;
+  bool single_steps;
+  if (pg_engine_guards(&single_steps)) pg_signal_install(single_steps);
+  return pg_engine_start(&ops);
 }
 
 bool pg_shim_start_tracking_slow(void) {
@@ -110,7 +121,7 @@ bool pg_shim_start_tracking_slow(void) {
   if (atomic_load_explicit(&init_state, memory_order_acquire) != INIT_READY) return false;
   int t = atomic_load_explicit(&tracking_state, memory_order_acquire);
   if (t != 0) return t > 0;
-  if (pg_policy_options()->mode == PG_MODE_OFF) {
+  if (pg_engine_off()) {
     atomic_store(&tracking_state, -1);
     return false;
   }
@@ -135,14 +146,14 @@ bool pg_shim_tracking(void) {
 /* ---- fork: every lock is taken before and released after, in both processes ----------------- */
 static void atfork_prepare(void) {
   pthread_mutex_lock(&start_lock);
-  pg_decide_atfork_prepare();
+  pg_engine_atfork_prepare();
 }
 static void atfork_parent(void) {
-  pg_decide_atfork_parent();
+  pg_engine_atfork_parent();
   pthread_mutex_unlock(&start_lock);
 }
 static void atfork_child(void) {
-  pg_decide_atfork_child(); /* the child has no GPU work in flight */
+  pg_engine_atfork_child(); /* the child has no GPU work in flight */
   pthread_mutex_unlock(&start_lock);
 }
 
@@ -170,9 +181,9 @@ __attribute__((constructor)) static void pg_shim_init(void) {
     return;
   }
   pg_reentry_t g = pg_shim_enter();
-  pg_policy_init();        /* options: defaults < __pinguard_default_options < PINGUARD_OPTIONS */
+  pg_engine_init(); /* options: defaults < __pinguard_default_options < PINGUARD_OPTIONS */
   /* A static runtime's calls never reach pinguard: the first chance to say so is now. */
-  if (pg_policy_options()->mode != PG_MODE_OFF) pg_shim_check_static_runtimes();
+  if (!pg_engine_off()) pg_shim_check_static_runtimes();
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   pg_shim_leave(g);
   atomic_store_explicit(&init_state, INIT_READY, memory_order_release);
@@ -181,8 +192,8 @@ __attribute__((constructor)) static void pg_shim_init(void) {
 __attribute__((destructor)) static void pg_shim_fini(void) {
   if (atomic_load(&init_state) != INIT_READY) return;
   pg_reentry_t g = pg_shim_enter();
-  if (pg_policy_options()->mode != PG_MODE_OFF) pg_shim_check_static_runtimes(); /* dlopen()ed */
-  int status = pg_policy_finish(); /* prints the summary; non-negative: exit with this status */
+  if (!pg_engine_off()) pg_shim_check_static_runtimes(); /* dlopen()ed */
+  int status = pg_engine_finish(); /* prints the summary; non-negative: exit with this status */
   pg_shim_leave(g);
   if (status >= 0) {
     /* As the sanitizers do: the reported errors decide the status. Flush what the program

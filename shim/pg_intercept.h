@@ -19,7 +19,7 @@
  *          return PG_TRACKED_CALL(&op, PG_FORWARD(name, dst, src, n, s));
  *        }
  *      A macro taking (name, ptsz) gives the plain and _ptsz definitions one body. Any other call
- *      brackets its one core call (pg_decide.h) with pg_shim_enter / pg_shim_leave, so that what
+ *      brackets its one engine call (core/pg_engine.h) with pg_shim_enter / pg_shim_leave, so that what
  *      core does is not tracked itself, and forwards with PG_FORWARD (the real function, or
  *      cudaErrorSharedObjectSymbolNotFound when the runtime lacks it). Bodies stay short: the
  *      decisions belong in core/, which has unit tests.

@@ -18,7 +18,7 @@ static inline void pg_op_begin(pg_op_t *op, const char *api, const char *what, c
   op->only_tracked = false;
   op->nshapes = 0;
   op->nspans = 0;
-  op->nlk = 0; /* no region lookups kept yet (pg_decide_before_op makes them) */
+  op->nlk = 0; /* no region lookups kept yet (pg_on_op_begin makes them) */
   op->site.ret = NULL; /* the stack is filled by the caller, unless PG_CAPTURE_SITE */
 }
 
@@ -92,9 +92,9 @@ static inline void pg_op_add_copy_spans(pg_op_t *op, void *dst, const void *src,
 #define PG_TRACKED_CALL(op, call)                       \
   __extension__({                                       \
     pg_reentry_t r_ = pg_shim_enter();                  \
-    pg_decide_before_op(op);                            \
+    pg_on_op_begin(op);                            \
     __typeof__(call) err_ = (call);                     \
-    if (err_ == 0) pg_decide_after_op(op);              \
+    if (err_ == 0) pg_on_op_end(op);              \
     pg_shim_leave(r_);                                  \
     err_;                                               \
   })
@@ -103,9 +103,9 @@ static inline void pg_op_add_copy_spans(pg_op_t *op, void *dst, const void *src,
 #define PG_TRACKED_SHAPED_CALL(op, call)                \
   __extension__({                                       \
     pg_reentry_t r_ = pg_shim_enter();                  \
-    pg_decide_before_op(op);                            \
+    pg_on_op_begin(op);                            \
     __typeof__(call) err_ = (call);                     \
-    if (err_ == 0) pg_decide_after_shaped_op(op);       \
+    if (err_ == 0) pg_on_shaped_op_end(op);       \
     pg_shim_leave(r_);                                  \
     err_;                                               \
   })

@@ -7,9 +7,7 @@
 #include <stdbool.h>
 #include <cuda_runtime_api.h>
 
-#include "pg_decide.h"
-#include "pg_kernel_params.h"
-#include "pg_stack.h"
+#include "pg_engine.h" /* the engine: every event pinguard reacts to */
 
 /* One line on stderr, prefixed "pinguard: WARNING: ". Safe before options are parsed. */
 void pg_shim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -32,7 +30,7 @@ static inline cudaStream_t pg_stream_of(cudaStream_t s, bool ptsz) {
 /* Captures the interceptor's caller stack (the application's call site is frame 0). */
 #define PG_CAPTURE(st) pg_stack_capture_here(st)
 /* Keeps where the op's stack starts (pg_op.h): core captures it from there only if the op
- * touches pinned memory (pg_decide_before_op), while the interceptor runs. Taken inline in the
+ * touches pinned memory (pg_on_op_begin), while the interceptor runs. Taken inline in the
  * interceptor's own frame, so the stack starts at the application's call site (pinguard's own
  * frame is not in it) and the per-copy path makes no call for it. */
 #define PG_CAPTURE_SITE(op) pg_stack_site_inline(&(op)->site)
@@ -45,7 +43,7 @@ static inline cudaStream_t pg_stream_of(cudaStream_t s, bool ptsz) {
       pg_stack_t st_;                                   \
       PG_CAPTURE(&st_);                                 \
       pg_reentry_t g_ = pg_shim_enter();                \
-      pg_decide_pinned((p), (n), (how), (flags), &st_); \
+      pg_on_pin((p), (n), (how), (flags), &st_); \
       pg_shim_leave(g_);                                \
     }                                                   \
   } while (0)
@@ -98,7 +96,7 @@ bool pg_cu_describe_kernel(const void *func, pg_kparams_t *kp);
         __builtin_expect((first_ = pg_kparams_first_candidate(kp_, args)) == kp_->nwords,   \
                          1)) {                                                              \
       err_ = (int)(direct);                                                                 \
-      if (err_ == 0 && !(ptsz) && (s) == 0) pg_decide_untracked_op(0); /* legacy stream */  \
+      if (err_ == 0 && !(ptsz) && (s) == 0) pg_on_untracked_op(0); /* legacy stream */  \
     } else {                                                                                \
       pg_stack_site_t site_;                                                                \
       pg_stack_site_inline(&site_);                                                         \
@@ -164,7 +162,7 @@ int pg_shim_enqueue_hostfn(pg_hostfn_enqueue_t *e, cudaStream_t resolved);
  * err. */
 int pg_shim_capture_ended(cudaStream_t resolved, int err, cudaGraph_t *graph);
 
-/* Before a launch of exec on the resolved stream s by `api`: pg_decide_graph_launch_check. */
+/* Before a launch of exec on the resolved stream s by `api`: pg_on_graph_launch_begin. */
 void pg_shim_graph_launch_check(cudaGraphExec_t exec, cudaStream_t s, const char *api,
                                 const pg_stack_t *st);
 
@@ -177,7 +175,7 @@ int pg_shim_graph_instantiated(int err, cudaGraphExec_t *exec, cudaGraph_t graph
 #define PG_BEGIN_CAPTURE_INTERCEPTOR(ret, forward, name, ptsz, mode_t)                        \
   PG_INTERCEPT(ret, name, cudaStream_t s, mode_t mode) {                                      \
     return PG_AFTER_SUCCESS(forward(name, s, mode),                                           \
-                            pg_decide_capture_begun(pg_stream_of(s, ptsz)));                  \
+                            pg_on_capture_begin(pg_stream_of(s, ptsz)));                  \
   }
 #define PG_END_CAPTURE_INTERCEPTOR(ret, forward, name, ptsz)                                  \
   PG_INTERCEPT(ret, name, cudaStream_t s, cudaGraph_t *graph) {                               \
@@ -197,11 +195,11 @@ int pg_shim_graph_instantiated(int err, cudaGraphExec_t *exec, cudaGraph_t graph
       pg_shim_graph_launch_check(exec, pg_stream_of(s, ptsz), #name, &st_);                   \
     }                                                                                         \
     return PG_AFTER_SUCCESS(forward(name, exec, s),                                           \
-                            pg_decide_graph_launched(exec, pg_stream_of(s, ptsz), &st_));     \
+                            pg_on_graph_launch_end(exec, pg_stream_of(s, ptsz), &st_));     \
   }
 #define PG_GRAPH_EXEC_DESTROY_INTERCEPTOR(ret, forward, name)                                 \
   PG_INTERCEPT(ret, name, cudaGraphExec_t exec) {                                             \
-    return PG_AFTER_SUCCESS(forward(name, exec), pg_decide_graph_exec_destroyed(exec));       \
+    return PG_AFTER_SUCCESS(forward(name, exec), pg_on_graph_exec_destroy(exec));       \
   }
 
 #endif /* PG_SHIM_H */

@@ -16,7 +16,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "pg_policy.h"
 #include "pg_shim.h"
 
 /* The runtime names its shared-memory objects with this format; a dynamically linked program
@@ -153,13 +152,13 @@ static void found(const char *path, walk_t *w) {
     memcpy(w->first, path, n);
     w->first[n] = '\0';
   }
-  if (pg_policy_options()->verbosity >= 1) name_one(path);
+  if (pg_engine_verbosity() >= 1) name_one(path);
 }
 
 /* The default verbosity: the objects of one walk in one complete line (a PyTorch wheel carries
  * about ten such libraries, none of which its user can relink). */
 static void summarize(const walk_t *w) {
-  if (!w->found || pg_policy_options()->verbosity >= 1) return;
+  if (!w->found || pg_engine_verbosity() >= 1) return;
   if (w->found == 1)
     pg_shim_warn("%s contains a statically linked CUDA runtime: " PG_STATIC_SEEN
                  " (verbosity=1 says more)", w->first);

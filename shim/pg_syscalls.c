@@ -2,7 +2,7 @@
  * is still writing must not be sent (a KV store's commit path), and one it is still using
  * must not be filled; with guard pages on, the kernel would also return EFAULT on a protected
  * page instead of faulting, a short or failed transfer the program never asked for. So each call
- * checks its buffers first (pg_decide_syscall: enforce waits, audit reports, the pages are let
+ * checks its buffers first (pg_on_syscall: enforce waits, audit reports, the pages are let
  * through), then forwards its arguments unchanged, with errno as the check found it.
  *
  * These run in every process the shim is preloaded into, CUDA or not: until tracking has
@@ -29,10 +29,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "pg_guard.h"
 #include "pg_intercept.h"
 #include "pg_shim.h"
-#include "pg_tracker.h"
 
 /* With optimization, <stdio.h> makes these macros that inline small constant-size transfers. */
 #undef fread_unlocked
@@ -46,14 +44,11 @@
 static __attribute__((noinline)) void check(const void *p, size_t n, bool kernel_writes,
                                             const char *call) {
   if (!p || n == 0) return;
-  if (pg_region_find_range(p, n, NULL, 0) == 0) {
-    pg_guard_spare_neighbour(p, n, kernel_writes); /* it may share a guarded edge page */
-    return;
-  }
+  if (!pg_on_syscall_begin(p, n, kernel_writes)) return; /* it may share a guarded edge page */
   pg_stack_t st;
   pg_stack_capture(&st, 2, PG_STACK_MAX); /* past check and the interposer */
   pg_reentry_t g = pg_shim_enter();
-  pg_decide_syscall(p, n, kernel_writes, call, &st);
+  pg_on_syscall(p, n, kernel_writes, call, &st);
   pg_shim_leave(g);
 }
 

@@ -9,7 +9,8 @@
   - README.md's list of tracked CUDA entry points and the CUDA names libpinguard.so exports
     disagree (given the library: --library PATH);
   - a folder's README.md lacks its header (what it owns, whom it may call), or names as callees
-    less than the folder's #include lines reach.
+    less than the folder's #include lines reach, or says it reaches a folder through one header
+    ("`core/` through `core/pg_engine.h` only") and includes another of that folder.
     check_docs.py [--root DIR] [--library libpinguard.so]
     check_docs.py --self-test    (checks tests/docs/broken/, which must give exactly the
                                   problems SELF_TEST_EXPECTED lists)"""
@@ -217,6 +218,11 @@ class Checker:
                           "at its top")
                 continue
             allowed = set(re.findall(r"`([a-z]+)/`", calls[0]))
+            # "`core/` through `core/pg_engine.h` only": core/ is reached through that header alone.
+            doors = {}
+            for lib, header in re.findall(r"`([a-z]+)/` through `\1/([A-Za-z0-9_.]+\.h)` only",
+                                          calls[0]):
+                doors.setdefault(lib, set()).add(header)
             reached = set()
             for f in self.files:
                 if f.startswith(d + "/") and f.endswith((".c", ".h", ".S", ".inc", ".cu")):
@@ -225,6 +231,10 @@ class Checker:
                         lib = self.library_of(inc, os.path.dirname(f))
                         if lib and not (d == lib or d.startswith(lib + "/")):
                             reached.add(lib)
+                            if lib in doors and os.path.basename(inc) not in doors[lib]:
+                                self.fail(readme, "**May call:** reaches `%s/` through %s only, "
+                                          "but %s includes %s" %
+                                          (lib, ", ".join(sorted(doors[lib])), f, inc))
             for lib in sorted(reached - allowed):
                 self.fail(readme, "**May call:** does not name `%s/`, which %s/ includes" %
                           (lib, d))
@@ -249,6 +259,8 @@ SELF_TEST_EXPECTED = [
     "README.md: the layout table has no row for src/",
     "shim/README.md: lacks its header: an **Owns:** line and a **May call:** line at its top",
     "core/README.md: **May call:** does not name `tracker/`, which core/ includes",
+    "tracker/README.md: **May call:** reaches `core/` through door.h only, but tracker/t.c "
+    "includes ../core/y.h",
 ]
 
 
@@ -272,7 +284,7 @@ def check_tree(root, library=None, owned=None):
 
 def self_test():
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "broken")
-    errors, _ = check_tree(root, owned=["shim", "core"])
+    errors, _ = check_tree(root, owned=["shim", "core", "tracker"])
     if sorted(errors) != sorted(SELF_TEST_EXPECTED):
         print("docs.check self-test: expected\n  %s\ngot\n  %s" %
               ("\n  ".join(sorted(SELF_TEST_EXPECTED)), "\n  ".join(sorted(errors))))

@@ -10,9 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
-#include "pg_decide.h"
+#include "pg_engine.h"
 #include "pg_guard.h"
 #include "pg_policy.h"
 #include "test_policy_helpers.h"
@@ -102,12 +103,12 @@ static void start(const char *mode, const char *extra) {
                      .event_destroy = ev_destroy,
                      .stream_nonblocking = nonblocking,
                      .capture_status = capture_status};
-  cr_assert(pg_decide_start(&ops));
+  cr_assert(pg_engine_start(&ops));
   buf = mmap(NULL, BUF_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   cr_assert_neq(buf, MAP_FAILED);
   pg_stack_t st;
   pg_stack_capture(&st, 0, PG_STACK_MAX);
-  pg_decide_pinned(buf, BUF_BYTES, PG_PIN_HOST_ALLOC, 0, &st);
+  pg_on_pin(buf, BUF_BYTES, PG_PIN_HOST_ALLOC, 0, &st);
 }
 
 static const char *log_text(void) {
@@ -125,8 +126,8 @@ static void copy(int i, size_t off, size_t n, bool d2h) {
   op.nspans = 1;
   op.spans[0] = (pg_span_t){.p = buf + off, .n = n, .dir = d2h ? PG_DIR_WRITE : PG_DIR_READ};
   pg_stack_capture(&op.stack, 0, PG_STACK_MAX);
-  pg_decide_before_op(&op);
-  pg_decide_after_op(&op);
+  pg_on_op_begin(&op);
+  pg_on_op_end(&op);
 }
 
 /* A batch copy on stream i reading [off, off+n) of the buffer with a srcAccessOrder. */
@@ -139,8 +140,8 @@ static void batch_read(int i, size_t off, size_t n, pg_src_order_t order) {
   op.nspans = 1;
   op.spans[0] = (pg_span_t){.p = buf + off, .n = n, .dir = PG_DIR_READ, .order = order};
   pg_stack_capture(&op.stack, 0, PG_STACK_MAX);
-  pg_decide_before_op(&op);
-  pg_decide_after_op(&op);
+  pg_on_op_begin(&op);
+  pg_on_op_end(&op);
 }
 
 /* ---- a batch source's srcAccessOrder -------------------------------------------------------- */
@@ -210,8 +211,8 @@ Test(core, an_event_wait_orders_the_second_access) {
   copy(0, 0, 4096, true);
   cudaEvent_t e = (cudaEvent_t)&events[MAX_EVENTS - 1]; /* the application's event */
   ev_record(e, S(0));
-  pg_decide_event_recorded(e, S(0));
-  pg_decide_stream_waited_event(S(1), e);
+  pg_on_event_record(e, S(0));
+  pg_on_stream_wait_event(S(1), e);
   copy(1, 0, 4096, false);
   cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
 }
@@ -232,9 +233,9 @@ Test(core, a_completed_unordered_access_is_reported_without_a_wait) {
 Test(core, a_completed_access_the_host_ordered_is_no_conflict) {
   start("enforce", NULL);
   copy(0, 0, 4096, true);
-  pg_decide_sync_prepare(S(0));
+  pg_on_sync_begin(S(0));
   complete(0);
-  pg_decide_sync_done(true);
+  pg_on_sync_end(true);
   copy(1, 0, 4096, false);
   cr_assert_eq(waits, 0);
   cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
@@ -243,9 +244,9 @@ Test(core, a_completed_access_the_host_ordered_is_no_conflict) {
 Test(core, a_host_sync_orders_everything_before_it) {
   start("audit", NULL);
   copy(0, 0, 4096, true);
-  pg_decide_sync_prepare(S(0));
+  pg_on_sync_begin(S(0));
   complete(0); /* the real cudaStreamSynchronize returned */
-  pg_decide_sync_done(true);
+  pg_on_sync_end(true);
   copy(1, 0, 4096, false);
   cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
 }
@@ -255,7 +256,7 @@ Test(core, enforce_reports_instead_of_waiting_while_a_stream_captures) {
   start("enforce", NULL);
   copy(0, 0, 4096, true);
   streams[2].capturing = true;
-  pg_decide_capture_begun(S(2));
+  pg_on_capture_begin(S(2));
   copy(1, 0, 4096, false);
   cr_assert_eq(waits, 0, "a wait during capture would invalidate it");
   cr_assert_eq(tp_count(log_text(), "ERROR: wait-during-capture"), 1, "%s", out);
@@ -265,11 +266,11 @@ Test(core, enforce_reports_instead_of_waiting_while_a_stream_captures) {
  * recorded into the capture, not run. */
 static void capture_a_copy(cudaGraph_t graph, cudaGraphExec_t exec) {
   streams[2].capturing = true;
-  pg_decide_capture_begun(S(2));
+  pg_on_capture_begin(S(2));
   copy(2, 0, 4096, true);
   streams[2].capturing = false;
-  pg_decide_capture_ended(S(2), graph);
-  pg_decide_graph_instantiated(exec, graph);
+  pg_on_capture_end(S(2), graph);
+  pg_on_graph_instantiate(exec, graph);
 }
 
 Test(core, a_captured_copy_is_in_flight_at_each_graph_launch_only) {
@@ -280,14 +281,14 @@ Test(core, a_captured_copy_is_in_flight_at_each_graph_launch_only) {
   cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "nothing ran yet: %s", out);
   pg_stack_t st;
   pg_stack_capture(&st, 0, PG_STACK_MAX);
-  pg_decide_graph_launched(exec, S(3), &st); /* the captured copy runs on stream 3 */
+  pg_on_graph_launch_end(exec, S(3), &st); /* the captured copy runs on stream 3 */
   copy(1, 0, 4096, false);
   cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
-  pg_decide_graph_exec_destroyed(exec);
-  pg_decide_sync_prepare_device(); /* cudaDeviceSynchronize: everything completes */
+  pg_on_graph_exec_destroy(exec);
+  pg_on_device_sync_begin(); /* cudaDeviceSynchronize: everything completes */
   for (int i = 0; i < 4; i++) complete(i);
-  pg_decide_sync_done(true);
-  pg_decide_graph_launched(exec, S(3), &st); /* destroyed: runs nothing pinguard knows */
+  pg_on_sync_end(true);
+  pg_on_graph_launch_end(exec, S(3), &st); /* destroyed: runs nothing pinguard knows */
   copy(1, 0, 4096, false);
   cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
 }
@@ -301,12 +302,12 @@ Test(core, a_graph_launch_begins_on_the_launch_stream_not_the_capture_stream) {
   capture_a_copy((cudaGraph_t)0x79, exec); /* a device->host write */
   pg_stack_t st;
   pg_stack_capture(&st, 0, PG_STACK_MAX);
-  pg_decide_graph_launched(exec, S(3), &st);
+  pg_on_graph_launch_end(exec, S(3), &st);
   copy(3, 0, 4096, false); /* stream 3 reads after its own write: ordered */
   cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
   copy(2, 0, 4096, false); /* the capture's stream is not ordered after stream 3's write */
   cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
-  pg_decide_graph_exec_destroyed(exec);
+  pg_on_graph_exec_destroy(exec);
 }
 
 /* An end call on a stream that was not capturing fails and ends nothing: the capture still
@@ -315,8 +316,8 @@ Test(core, a_failed_end_capture_on_another_stream_ends_no_capture) {
   start("enforce", NULL);
   copy(0, 0, 4096, true);
   streams[2].capturing = true;
-  pg_decide_capture_begun(S(2));
-  pg_decide_capture_ended(S(3), NULL); /* stream 3 was not capturing: the call failed */
+  pg_on_capture_begin(S(2));
+  pg_on_capture_end(S(3), NULL); /* stream 3 was not capturing: the call failed */
   copy(1, 0, 4096, false);
   cr_assert_eq(waits, 0, "a wait during the live capture would invalidate it");
   cr_assert_eq(tp_count(log_text(), "ERROR: wait-during-capture"), 1, "%s", out);
@@ -328,10 +329,10 @@ Test(core, a_captured_copy_is_not_checked_at_capture_time) {
   start("audit", NULL);
   copy(0, 0, 4096, true); /* in flight on stream 0 */
   streams[2].capturing = true;
-  pg_decide_capture_begun(S(2));
+  pg_on_capture_begin(S(2));
   copy(2, 0, 4096, false); /* captured: reads the bytes at each launch, not now */
   streams[2].capturing = false;
-  pg_decide_capture_ended(S(2), (cudaGraph_t)0x81);
+  pg_on_capture_end(S(2), (cudaGraph_t)0x81);
   cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
 }
 
@@ -345,17 +346,17 @@ Test(core, a_graph_launch_is_checked_against_work_in_flight) {
   copy(1, 8192, 4096, true);               /* other bytes */
   pg_stack_t st;
   pg_stack_capture(&st, 0, PG_STACK_MAX);
-  pg_decide_graph_launch_check(exec, S(3), "cudaGraphLaunch", &st);
+  pg_on_graph_launch_begin(exec, S(3), "cudaGraphLaunch", &st);
   cr_assert_eq(waits, 1);
   cr_assert_eq(streams[0].done, 1, "stream 0's copy was waited for");
   cr_assert_eq(streams[1].done, 0);
   cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
-  pg_decide_graph_launched(exec, S(3), &st);
+  pg_on_graph_launch_end(exec, S(3), &st);
   /* The same graph launched again on another stream, unordered with the first launch. */
-  pg_decide_graph_launch_check(exec, S(2), "cudaGraphLaunch", &st);
+  pg_on_graph_launch_begin(exec, S(2), "cudaGraphLaunch", &st);
   cr_assert_eq(waits, 2);
   cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 2, "%s", out);
-  pg_decide_graph_exec_destroyed(exec);
+  pg_on_graph_exec_destroy(exec);
 }
 
 /* ---- unpinning, annotations, system calls --------------------------------------------------- */
@@ -365,11 +366,11 @@ Test(core, enforce_waits_before_unpinning) {
   pg_stack_t st;
   pg_stack_capture(&st, 0, PG_STACK_MAX);
   pg_unpin_t saved;
-  pg_decide_unpin_begin(buf, true, &st, &saved);
+  pg_on_unpin_begin(buf, true, "cudaFreeHost", &st, &saved);
   cr_assert(saved.had_region);
   cr_assert_eq(waits, 1);
   cr_assert_eq(streams[0].done, 1);
-  pg_decide_unpin_end(&saved, true);
+  pg_on_unpin_end(&saved, true);
   cr_assert_eq(tp_count(log_text(), "ERROR: free-during-device-access"), 1, "%s", out);
 }
 
@@ -382,8 +383,8 @@ Test(core, a_refused_unpin_keeps_the_accesses_in_flight) {
   pg_stack_t st;
   pg_stack_capture(&st, 0, PG_STACK_MAX);
   pg_unpin_t saved;
-  pg_decide_unpin_begin(buf, false, &st, &saved); /* cudaHostUnregister of allocated memory */
-  pg_decide_unpin_end(&saved, false);
+  pg_on_unpin_begin(buf, false, "cudaHostUnregister", &st, &saved); /* cudaHostUnregister of allocated memory */
+  pg_on_unpin_end(&saved, false);
   cr_assert_eq(tp_count(log_text(), "ERROR: unregister-during-device-access"), 1, "%s", out);
   copy(1, 0, 4096, false); /* races stream 0's write, still in flight */
   cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
@@ -394,8 +395,8 @@ Test(core, audit_reports_a_release_annotation_on_an_in_flight_buffer) {
   copy(0, 0, 4096, false);
   pg_stack_t st;
   pg_stack_capture(&st, 0, PG_STACK_MAX);
-  cr_assert_gt(pg_decide_annotation(PG_ANN_RELEASE, buf, 4096, &st), 0);
-  cr_assert_eq(pg_decide_annotation(PG_ANN_RELEASE, buf + 4096, 4096, &st), 0,
+  cr_assert_gt(pg_on_annotation(PG_ANN_RELEASE, buf, 4096, &st), 0);
+  cr_assert_eq(pg_on_annotation(PG_ANN_RELEASE, buf + 4096, 4096, &st), 0,
                "other bytes are not in flight");
   cr_assert_eq(tp_count(log_text(), "ERROR: release-during-device-access"), 1, "%s", out);
 }
@@ -405,8 +406,8 @@ Test(core, a_system_call_reading_a_buffer_the_device_writes_is_reported) {
   copy(0, 4096, 4096, true);
   pg_stack_t st;
   pg_stack_capture(&st, 0, PG_STACK_MAX);
-  pg_decide_syscall(buf + 4096, 100, false, "write(2)", &st);
-  pg_decide_syscall(buf, 100, false, "write(2)", &st); /* bytes no access touches */
+  pg_on_syscall(buf + 4096, 100, false, "write(2)", &st);
+  pg_on_syscall(buf, 100, false, "write(2)", &st); /* bytes no access touches */
   cr_assert_eq(tp_count(log_text(), "ERROR: syscall-read-during-device-write"), 1, "%s", out);
 }
 
@@ -418,9 +419,9 @@ Test(core, a_guarded_copy_protects_its_pages_until_it_retires) {
   cr_assert_eq(pg_guard_claims((uintptr_t)buf + 8192), PG_GUARD_PROTECTED);
   cr_assert_eq(pg_guard_claims((uintptr_t)buf), PG_GUARD_NOT_OURS, "page 0 is not in the copy");
   cr_assert(!pg_guard_page_allows((uintptr_t)buf + 4096, false), "a device write denies reads");
-  pg_decide_sync_prepare(S(0)); /* cudaStreamSynchronize: the access completes and retires */
+  pg_on_sync_begin(S(0)); /* cudaStreamSynchronize: the access completes and retires */
   complete(0);
-  pg_decide_sync_done(true);
+  pg_on_sync_end(true);
   cr_assert_eq(pg_guard_claims((uintptr_t)buf + 4096), PG_GUARD_WAS_PROTECTED);
   cr_assert(pg_guard_page_allows((uintptr_t)buf + 4096, true));
   buf[4096] = 1; /* open again: this store would fault otherwise */
@@ -435,8 +436,60 @@ Test(core, a_device_read_leaves_its_pages_readable) {
   cr_assert_eq(buf[0], 0, "reading is allowed");
 }
 
+/* ---- the fault door: pg_on_fault, given what a handler saw ---------------------------------- */
+/* A SIGSEGV on addr for a denied access (SEGV_ACCERR), as the shim's handler describes it; the
+ * instruction is this test's own code (the CPU stack of a report starts here), which is no safe
+ * load of pinguard's. */
+static ucontext_t fault_context;
+static pg_fault_t access_fault(uintptr_t addr, bool is_write) {
+  getcontext(&fault_context);
+  return (pg_fault_t){.kind = PG_FAULT_ACCESS,
+                      .hardware = true,
+                      .access_error = true,
+                      .is_write = is_write,
+                      .addr = addr,
+                      .pc = __builtin_return_address(0),
+                      .fp = __builtin_frame_address(0),
+                      .sp = __builtin_frame_address(0),
+                      .context = &fault_context};
+}
+
+Test(core, a_fault_on_a_page_pinguard_never_guarded_goes_to_the_application) {
+  start("audit", "1:guard_min_bytes=4096");
+  copy(0, 4096, 8192, true); /* pages 1 and 2 guarded; page 0 not */
+  pg_fault_t f = access_fault((uintptr_t)buf, false);
+  cr_assert_eq(pg_on_fault(&f), PG_FAULT_CHAIN);
+  f = access_fault((uintptr_t)buf + 4096, false);
+  f.access_error = false; /* SEGV_MAPERR, or a SIGBUS: never a guard page's */
+  cr_assert_eq(pg_on_fault(&f), PG_FAULT_CHAIN);
+  pg_fault_t trap = {.kind = PG_FAULT_TRAP, .hardware = true, .trace = true};
+  cr_assert_eq(pg_on_fault(&trap), PG_FAULT_CHAIN, "no single step of pinguard's is running");
+  cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
+}
+
+Test(core, a_fault_on_a_guarded_page_is_settled_and_retried) {
+  start("audit", "1:guard_min_bytes=4096");
+  copy(0, 4096, 8192, true); /* a device write of pages 1 and 2, in flight */
+  pg_fault_t f = access_fault((uintptr_t)buf + 4096, false);
+  cr_assert_eq(pg_on_fault(&f), PG_FAULT_RETRY);
+  cr_assert_eq(tp_count(log_text(), "ERROR: cpu-read-during-device-write"), 1, "%s", out);
+  /* Reported: the access stops guarding its pages, so the retried read goes through. */
+  cr_assert(pg_guard_page_allows((uintptr_t)buf + 4096, false));
+  cr_assert_eq(buf[4096], 0);
+}
+
+Test(core, a_fault_of_a_thread_inside_pinguard_opens_the_page_unchecked) {
+  start("audit", "1:guard_min_bytes=4096");
+  copy(0, 4096, 8192, true);
+  pg_fault_t f = access_fault((uintptr_t)buf + 4096, true);
+  f.inside_pinguard = true; /* it may hold any of pinguard's locks: nothing is looked up */
+  cr_assert_eq(pg_on_fault(&f), PG_FAULT_RETRY);
+  buf[4096] = 1; /* the page is open (unlocked, uncounted): the retried store goes through */
+  cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
+}
+
 /* ---- stacks are captured only for ops that touch pinned memory ------------------------------ */
-/* An op keeps only its site; pg_decide_before_op captures its stack from there once a span is
+/* An op keeps only its site; pg_on_op_begin captures its stack from there once a span is
  * known to be pinned, and never for an op whose spans all lie elsewhere. */
 __attribute__((noinline)) static void site_op(pg_op_t *op, const void *p, size_t n) {
   memset(op, 0, sizeof *op);
@@ -447,8 +500,8 @@ __attribute__((noinline)) static void site_op(pg_op_t *op, const void *p, size_t
   op->spans[0] = (pg_span_t){.p = p, .n = n, .dir = PG_DIR_READ};
   op->stack.depth = 0xee; /* a mark: still there if nothing was captured */
   pg_stack_site_here(&op->site);
-  pg_decide_before_op(op);
-  pg_decide_after_op(op);
+  pg_on_op_begin(op);
+  pg_on_op_end(op);
   __asm__ volatile("" ::: "memory");
 }
 

@@ -1,9 +1,9 @@
 /* test_fault_alloc.c: nothing the fault path reaches allocates or frees. The program defines
  * malloc, calloc, realloc, free and the aligned allocators itself (forwarding to glibc's), and
  * they abort while this thread is inside its SIGSEGV handler. The handler does what the shim's
- * (shim/pg_signal.c, handle_fault) does for a fault on a guarded page: the fault stack, then
- * pg_decide_cpu_fault, which settles (enforce: waits; audit: reports), retires what completed,
- * and opens the page. Several threads, each on its own stream of the simulated runtime, copy
+ * (shim/pg_signal.c) does: it describes the fault and calls pg_on_fault, which claims it,
+ * switches to pinguard's own stack, settles (enforce: waits; audit: reports; the fault stack
+ * unwound for a report), retires what completed, and opens the page. Several threads, each on its own stream of the simulated runtime, copy
  * from their guarded buffers and touch them, both while the copies are in flight (a conflict)
  * and after they completed but before anything retired them (a benign fault that retires them,
  * from the handler). Sixteen distinct starts per region exercise the in-flight set's sorted
@@ -22,10 +22,9 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "pg_decide.h"
+#include "pg_engine.h"
 #include "pg_devops_runtime.h"
 #include "sim_runtime_fns.h"
-#include "pg_guard.h"
 #include "pg_policy.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -93,26 +92,26 @@ int posix_memalign(void **out, size_t a, size_t n) {
 
 /* ---- the handler ---------------------------------------------------------------------------- */
 static void on_fault(int sig, siginfo_t *info, void *uctx) {
-  (void)sig;
   ucontext_t *uc = uctx;
-  uintptr_t addr = (uintptr_t)info->si_addr;
-  /* Another thread's retirement may have opened the page since the fault (as pg_signal.c's
-   * retry_stale): the retried instruction goes through. */
-  static __thread unsigned stale;
-  bool owns = pg_guard_owns(addr); /* asked once: another thread may open the page any time */
-  if (!owns && pg_guard_claims(addr) != PG_GUARD_NOT_OURS && ++stale < 1000) return;
-  stale = 0;
-  if (!owns) {
+  const greg_t *r = uc->uc_mcontext.gregs;
+  pg_fault_t f = {.kind = PG_FAULT_ACCESS,
+                  .hardware = info->si_code > 0,
+                  .access_error = sig == SIGSEGV && info->si_code == SEGV_ACCERR,
+                  .is_write = (r[REG_ERR] & 2) != 0,
+                  .addr = (uintptr_t)info->si_addr,
+                  .pc = (void *)r[REG_RIP],
+                  .fp = (void *)r[REG_RBP],
+                  .sp = (void *)r[REG_RSP],
+                  .context = uc};
+  t_in_fault = 1;
+  pg_fault_action_t action = pg_on_fault(&f);
+  t_in_fault = 0;
+  if (action != PG_FAULT_RETRY) {
     static const char msg[] = "FAIL: a fault on a page pinguard does not guard\n";
-    ssize_t r = write(2, msg, sizeof msg - 1);
-    (void)r;
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
     _exit(3);
   }
-  t_in_fault = 1;
-  bool is_write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
-  pg_decide_cpu_fault(addr, is_write, (void *)uc->uc_mcontext.gregs[REG_RIP],
-                      (void *)uc->uc_mcontext.gregs[REG_RBP], false);
-  t_in_fault = 0;
   atomic_fetch_add_explicit(&g_faults, 1, memory_order_relaxed);
 }
 
@@ -136,8 +135,8 @@ static void copies(cudaStream_t s, char *buf, void *dev, pg_dir_t dir) {
     if (e != cudaSuccess) die("cudaMemcpyAsync");
     pg_op_t op = {.api = "cudaMemcpyAsync", .what = "copy", .stream = s, .nspans = 1};
     op.spans[0] = (pg_span_t){.p = p, .n = SPAN_BYTES, .dir = dir};
-    pg_decide_before_op(&op);
-    pg_decide_after_op(&op);
+    pg_on_op_begin(&op);
+    pg_on_op_end(&op);
   }
 }
 
@@ -150,9 +149,9 @@ static void touch(char *buf, bool write) {
 }
 
 static void sync_stream(cudaStream_t s) {
-  pg_decide_sync_prepare(s);
+  pg_on_sync_begin(s);
   bool ok = cudaStreamSynchronize(s) == cudaSuccess;
-  pg_decide_sync_done(ok);
+  pg_on_sync_end(ok);
   if (!ok) die("cudaStreamSynchronize");
 }
 
@@ -165,7 +164,7 @@ static void *worker(void *arg) {
   void *dev = NULL;
   if (cudaHostAlloc((void **)&buf, n, cudaHostAllocDefault) != cudaSuccess) die("cudaHostAlloc");
   if (cudaMalloc(&dev, SPAN_BYTES) != cudaSuccess) die("cudaMalloc");
-  pg_decide_pinned(buf, n, PG_PIN_HOST_ALLOC, 0, NULL);
+  pg_on_pin(buf, n, PG_PIN_HOST_ALLOC, 0, NULL);
   struct timespec later = {0, 8 * 1000 * 1000}; /* beyond the copies' latency */
   for (int round = 0; round < ROUNDS; round++) {
     /* While in flight: device reads against CPU writes, device writes against CPU reads. */
@@ -202,7 +201,7 @@ int main(int argc, char **argv) {
   sigaction(SIGBUS, &sa, NULL);
   pg_cudart_fns_t rt = sim_runtime_fns();
   pg_devops_t ops = pg_devops_runtime(&rt);
-  if (!pg_decide_start(&ops)) die("pg_decide_start");
+  if (!pg_engine_start(&ops)) die("pg_engine_start");
 
   pthread_t th[THREADS];
   for (int i = 0; i < THREADS; i++) pthread_create(&th[i], NULL, worker, NULL);

@@ -1,0 +1,3 @@
+/* t.c */
+#include "../core/door.h"
+#include "../core/y.h"
