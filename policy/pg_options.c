@@ -11,6 +11,9 @@
 #include "pg_fmt.h"
 #include "pg_stack.h"
 
+/* The log sink keeps any log_path this file accepts. */
+_Static_assert(PG_OPT_STR_MAX <= PG_SINK_PATH_MAX, "pg_sink.h: PG_SINK_PATH_MAX too small");
+
 /* ---- per-type defaults ------------------------------------------------------------------ */
 static void default_bool(bool *d, bool v) { *d = v; }
 static void default_uint(int *d, int v) { *d = v; }

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pg_page.h"
 #include "pg_stamp.h"
 #include "pg_tracker_internal.h"
 
@@ -831,19 +832,9 @@ size_t pg_access_find_at(pg_query_kind_t kind, unsigned flags, const void *p, si
  * more apart, many of them) are not guarded. */
 #define HOOK_RUNS_MAX 64
 
-static uintptr_t page_bytes(void) {
-  static _Atomic uintptr_t cached;
-  uintptr_t p = atomic_load_explicit(&cached, memory_order_relaxed);
-  if (!p) {
-    p = (uintptr_t)sysconf(_SC_PAGESIZE);
-    atomic_store_explicit(&cached, p, memory_order_relaxed);
-  }
-  return p;
-}
-
 static size_t shaped_runs(const pg_shape_t *s, uintptr_t lo, uintptr_t hi,
                           void (*fn)(uintptr_t, uintptr_t, void *), void *arg) {
-  return pg_shape_page_runs(s, lo, hi, page_bytes(), HOOK_RUNS_MAX, fn, arg);
+  return pg_shape_page_runs(s, lo, hi, pg_page_size(), HOOK_RUNS_MAX, fn, arg);
 }
 
 typedef struct run_walk {

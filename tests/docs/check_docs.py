@@ -51,9 +51,9 @@ PATH_RE = re.compile(r"(?<![\w/.$@{:-])((?:\.\./|\./)?(?:[A-Za-z0-9_-][A-Za-z0-9
 LINK_RE = re.compile(r"\]\(([^)\s]+)\)")
 # Folders whose README.md says what the folder owns and whom it may call, and the folders
 # (of these) that are libraries another may include.
-OWNED = ["shim", "core", "tracker", "policy", "tools", "bench", "tests/simcuda", "tests/fuzz",
+OWNED = ["shim", "core", "tracker", "policy", "common", "tools", "bench", "tests/simcuda", "tests/fuzz",
          "tests/torch", "tests/e2e", "tests/unit", "examples/kvxfer"]
-LIBRARIES = ["shim", "core", "tracker", "policy", "include"]
+LIBRARIES = ["shim", "core", "tracker", "policy", "common", "include"]
 
 
 def include_dirs():

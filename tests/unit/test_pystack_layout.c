@@ -1,7 +1,7 @@
 /* test_pystack_layout.c: pinguard's Python frame reader against CPython's own struct
  * definitions. Built once per CPython found (tests/e2e/pythons.cmake) with that version's
  * headers, it lays out a thread state and a frame chain with the real types (so every offset in
- * tracker/pg_pystack.c's table is checked against the headers), and checks that the reader
+ * common/pg_pystack.c's table is checked against the headers), and checks that the reader
  * returns each frame's code object and instruction offset, skips shim frames, and stops without
  * a crash on corrupt chains: unmapped and protected memory, misaligned pointers, cycles. Every
  * check runs twice: through process_vm_readv, and through the safe loads a fault handler

@@ -6,6 +6,10 @@
 
 #include <stddef.h>
 
+/* The longest log path kept, with its NUL (policy's option strings are no longer: pg_options.c
+ * checks that at compile time); a longer one is cut. */
+#define PG_SINK_PATH_MAX 1024
+
 /* "" or "stderr": fd 2; "stdout": fd 1; a directory (a trailing '/', or an existing one):
  * <dir>/pinguard.<pid>; anything else: <path>.<pid>. Files are created lazily. */
 void pg_sink_configure(const char *log_path);

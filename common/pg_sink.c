@@ -11,10 +11,9 @@
 #include <unistd.h>
 
 #include "pg_fmt.h"
-#include "pg_options.h"
 
-static char path_prefix[PG_OPT_STR_MAX];
-static char file_name[PG_OPT_STR_MAX + 24];
+static char path_prefix[PG_SINK_PATH_MAX];
+static char file_name[PG_SINK_PATH_MAX + 24];
 static int fd = 2;
 static int file_pid;     /* pid the file was opened for; 0: not open */
 static int use_file;
@@ -66,7 +65,7 @@ static void open_file(void) {
     fd = f;
     return;
   }
-  char msg[PG_OPT_STR_MAX + 128];
+  char msg[PG_SINK_PATH_MAX + 128];
   pg_buf_init(&b, msg, sizeof msg);
   pg_buf_puts(&b, "pinguard: WARNING: cannot open log file '");
   pg_buf_puts(&b, file_name);
