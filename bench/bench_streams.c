@@ -63,10 +63,16 @@ static int run(int argc, char **argv) {
   long last = nstreams - 1, last0 = (nstreams - 1) / ndev * ndev;
   int dlast = (int)(last % ndev);
   if (!strcmp(op, "devsync")) dlast = 0;
-  cudaEvent_t ev, floor_ev;
+  /* The floor's event is recorded on a stream of its own device (an event recorded on another
+   * device's stream is an invalid handle): one per device. */
+  cudaEvent_t ev, *floor_ev = calloc((size_t)ndev, sizeof *floor_ev);
+  if (!floor_ev) return 3;
+  for (int d = 0; d < ndev; d++) {
+    BENCH_CHECK(cudaSetDevice(d));
+    BENCH_CHECK(cudaEventCreateWithFlags(&floor_ev[d], cudaEventDisableTiming));
+  }
   BENCH_CHECK(cudaSetDevice(dlast));
   BENCH_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-  BENCH_CHECK(cudaEventCreateWithFlags(&floor_ev, cudaEventDisableTiming));
   /* The copy ops run in batches, each stream they use held by a gate (a host function) until
    * the batch is enqueued, so that no copy completes meanwhile and what pinguard does per copy
    * does not depend on how far the workers got (repeatable counts, as bench_copy --gate). */
@@ -87,7 +93,7 @@ static int run(int argc, char **argv) {
       int d = (int)(k % ndev);
       if (ndev > 1) BENCH_CHECK(cudaSetDevice(d));
       BENCH_CHECK(cudaMemcpyAsync(dev[d], host, 4096, cudaMemcpyHostToDevice, s[k]));
-      if (record) BENCH_CHECK(cudaEventRecord(floor_ev, s[k]));
+      if (record) BENCH_CHECK(cudaEventRecord(floor_ev[d], s[k]));
       if (i % batch == batch - 1 || i == ops - 1) {
         gate_set(&gate, 1);
         sync_all(ndev);
@@ -99,7 +105,7 @@ static int run(int argc, char **argv) {
     if (ndev > 1) BENCH_CHECK(cudaSetDevice(d));
     if (!strcmp(op, "copy")) {
       BENCH_CHECK(cudaMemcpyAsync(dev[d], host + 8192, 4096, cudaMemcpyHostToDevice, s[k]));
-      if (record) BENCH_CHECK(cudaEventRecord(floor_ev, s[k]));
+      if (record) BENCH_CHECK(cudaEventRecord(floor_ev[d], s[k]));
       if (i % batch == batch - 1 || i == ops - 1) {
         gate_set(&gate, 1);
         BENCH_CHECK(cudaStreamSynchronize(s[k]));

@@ -50,6 +50,8 @@
 # BENCH_STUBPIN, BENCH_BIN (as for smoke.sh; default: the build tree build/), VALGRIND (default
 # valgrind). simcuda runs with SIMCUDA_LATENCY_US=0, so only the calls themselves cost.
 set -euo pipefail
+# A failed run inside $(...) (marginal, work_ir) must stop the script, not yield an empty figure.
+shopt -s inherit_errexit
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 case=copy api=runtime threads=1 copies="" budget="" profile="" regions=100000 inflight=10000
