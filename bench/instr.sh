@@ -34,7 +34,15 @@
 #                   (cudaStreamSynchronize), record (cudaEventRecord) or devsync
 #                   (cudaDeviceSynchronize); the copy ops are measured against runtime + record,
 #                   the others against the runtime alone (they add no completion event)
+#     --case pylaunch a Python loop (bench/py_launch.py --kernel P, /usr/bin/python3 or
+#                   $PYTHON) launching through ctypes, from 12 Python frames, a kernel with P
+#                   (--params, default 16) pointer parameters, none pinned: what a serving
+#                   engine's launch loop pays. Measured against the same loop without pinguard
+#                   (tracked by nothing, so no record); pinguard runs with its default options
+#                   (guard pages and Python stacks on), not guard=0. N defaults to 6,400. The
+#                   JSON gains "ratio": the loop's instructions with pinguard over without
 #     --budget B    exit 1 when added_instr_per_copy is above B (CTest bench.instr)
+#     --ratio-budget R  (pylaunch) exit 1 when the ratio is above R
 #     --profile DIR keep the callgrind files in DIR and write DIR/profile.CASE.tT.md
 #                   (bench/instr_profile.py): the marginal inclusive and self instructions per
 #                   copy of each pinguard function, and the self instructions per copy of every
@@ -47,7 +55,9 @@
 # run with --gate (each batch waits behind a host function until it is enqueued, so what pinguard
 # does per copy does not depend on how far the stream's worker got): two invocations then agree
 # within about 30 instructions per copy. Prints one JSON line. Environment: BENCH_SHIM,
-# BENCH_STUBPIN, BENCH_BIN (as for smoke.sh; default: the build tree build/), VALGRIND (default
+# BENCH_STUBPIN, BENCH_BIN (as for smoke.sh; default: the build tree build/), BENCH_PYKERNEL and
+# PYTHON (pylaunch: the kernel library, default BENCH_BIN/libbench_pykernel.so, and the
+# interpreter, default /usr/bin/python3), VALGRIND (default
 # valgrind). simcuda runs with SIMCUDA_LATENCY_US=0, so only the calls themselves cost.
 set -euo pipefail
 # A failed run inside $(...) (marginal, work_ir) must stop the script, not yield an empty figure.
@@ -55,7 +65,7 @@ shopt -s inherit_errexit
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 case=copy api=runtime threads=1 copies="" budget="" profile="" regions=100000 inflight=10000
-nofp=0 params=16 pinned=0 pgmode=audit rotate=1 streams=1024 devices="" op=copy
+nofp=0 params=16 pinned=0 pgmode=audit rotate=1 streams=1024 devices="" op=copy ratio_budget=""
 while [ $# -gt 0 ]; do
   case $1 in
     --case) case=$2; shift 2 ;;
@@ -63,6 +73,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --copies) copies=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
+    --ratio-budget) ratio_budget=$2; shift 2 ;;
     --regions) regions=$2; shift 2 ;;
     --inflight) inflight=$2; shift 2 ;;
     --profile) profile=$2; shift 2 ;;
@@ -105,10 +116,15 @@ case $case in
          count_flag=--ops
          case $op in copy|readers) ;; sync|record|devsync) untracked=1 ;;
            *) echo "instr.sh: --op copy|readers|sync|record|devsync" >&2; exit 2 ;; esac ;;
+  pylaunch) copies=${copies:-6400}; long=$((2 * copies)); threads=1
+         helper=${BENCH_PYKERNEL:-$bin/libbench_pykernel.so}
+         [ -e "$helper" ] || { echo "instr.sh: missing $helper (build bench_pykernel)" >&2; exit 2; }
+         prog=("${PYTHON:-/usr/bin/python3}" "$here/py_launch.py" "$helper"); pre=""; per_run=1
+         count_flag="" untracked=1 ;;
   scale) copies=${copies:-8192}; long=$((3 * copies)); threads=1
          prog=("$bin/bench_scale" --regions "$regions" --inflight "$inflight" --gate)
          pre=":$stub"; per_run=1 ;;
-  *) echo "instr.sh: --case copy|scale|launch|streams" >&2; exit 2 ;;
+  *) echo "instr.sh: --case copy|scale|launch|streams|pylaunch" >&2; exit 2 ;;
 esac
 # The simulated devices: the default for every case but streams; eight devices' default arenas
 # do not fit in valgrind's address space, so those get 64 MiB each.
@@ -126,16 +142,19 @@ trap 'rm -rf "$out"' EXIT
 # work_ir mode copies: the program's instructions under callgrind (every thread, start to exit),
 # less the thread hand-off (instr_profile.py work says which functions that is).
 work_ir() {
-  local mode=$1 n=$2 preload=${pre#:} opts="" extra=() file=$out/callgrind.$1.$2
+  local mode=$1 n=$2 preload=${pre#:} opts="" extra=() file=$out/callgrind.$1.$2 count=("$2")
   case $mode in
     record) extra=(--record-event) ;;
     audit) preload=$shim$pre; opts=mode=$pgmode:guard=0 ;;
   esac
+  [ -z "$count_flag" ] || count=("$count_flag" "$n")
+  # The Python loop: its kernel's parameter count, and pinguard's default options.
+  [ "$case" != pylaunch ] || { extra=(--kernel "$params"); [ -z "$opts" ] || opts=mode=$pgmode; }
   [ -z "$profile" ] || file=$profile/callgrind.$case.t$threads.$mode.$n
   if ! env SIMCUDA_LATENCY_US=0 "${simenv[@]}" LD_PRELOAD="$preload" PINGUARD_OPTIONS="$opts" \
-      "$vg" --tool=callgrind "${vgopts[@]}" --callgrind-out-file="$file" "${prog[@]}" "$count_flag" "$n" \
+      "$vg" --tool=callgrind "${vgopts[@]}" --callgrind-out-file="$file" "${prog[@]}" "${count[@]}" \
       "${extra[@]}" >"$out/stdout" 2>"$out/stderr"; then
-    echo "instr.sh: $mode run failed (${prog[*]} $count_flag $n ${extra[*]})" >&2
+    echo "instr.sh: $mode run failed (${prog[*]} ${count[*]} ${extra[*]})" >&2
     tail -n 20 "$out/stderr" >&2
     exit 1
   fi
@@ -164,6 +183,7 @@ added=$(awk -v a="$audit" -v r="$base" 'BEGIN {printf "%.1f", a - r}')
 geometry=""
 [ "$case" != scale ] || geometry="\"regions\":$regions,\"inflight\":$inflight,"
 [ "$case" != launch ] || geometry="\"params\":$params,\"pinned\":$pinned,"
+[ "$case" != pylaunch ] || geometry="\"params\":$params,"
 [ "$nofp" = 0 ] || geometry="\"frame_pointers\":false,"
 [ "$rotate" = 1 ] || geometry="$geometry\"rotate\":$rotate,"
 [ "$case" != streams ] || geometry="\"streams\":$streams,\"devices\":$devices,\"op\":\"$op\","
@@ -175,6 +195,8 @@ allocs=$(awk -v a="$(cat "$out/allocs.$copies")" -v b="$(cat "$out/allocs.$long"
   -v n=$(((long - copies) * per_run)) 'BEGIN {printf "%.3f", (b - a) / n}')
 printf '"runtime":%s,"runtime_record":%s,"audit":%s,"record":%s,"added_instr_per_copy":%s,' \
   "$runtime" "$record" "$audit" "$rec_only" "$added"
+ratio=$(awk -v a="$audit" -v r="$base" 'BEGIN {printf "%.3f", a / r}')
+[ "$case" != pylaunch ] || printf '"ratio":%s,' "$ratio"
 printf '"pinguard_allocs_per_copy":%s}\n' "$allocs"
 
 if [ -n "$profile" ]; then
@@ -192,6 +214,13 @@ if [ -n "$budget" ]; then
   awk -v a="$added" -v b="$budget" 'BEGIN {exit !(a <= b)}' || {
     echo "instr.sh: added_instr_per_copy $added is above the budget $budget ($case, $api," \
       "$threads thread(s))" >&2
+    exit 1
+  }
+fi
+if [ -n "$ratio_budget" ]; then
+  awk -v a="$ratio" -v b="$ratio_budget" 'BEGIN {exit !(a <= b)}' || {
+    echo "instr.sh: the loop's instructions with pinguard over without, $ratio, are above" \
+      "the budget $ratio_budget ($case)" >&2
     exit 1
   }
 fi

@@ -1,31 +1,56 @@
-"""py_launch.py HELPER N [DEPTH]: the per-launch cost of pinguard's Python stacks. Calls
-HELPER's pysh_launch (tests/e2e/pystack_helper.c: one cudaMemcpyAsync into a pinned buffer)
-N times through ctypes, from DEPTH nested Python frames (default 10, a framework's depth),
-synchronizing every 64 launches, and prints one JSON line: ns per launch (the median of batches
-of 64), and cpu_ns_per_launch: the process's CPU time (every thread's: simcuda's stream workers
-and pinguard's included) over the whole loop, per launch (bench/cpu_ratio.py compares it). Run it under `pinguard` with python_stacks=0 and =1 and compare; docs/PERFORMANCE.md
-gives the commands (callgrind instruction counts, and wall time)."""
+"""py_launch.py HELPER N [DEPTH] [--kernel P]: a Python loop of CUDA calls through ctypes, N
+calls from DEPTH nested Python frames (default 10, a framework's depth), synchronizing every 64,
+and one JSON line: ns per call (the median of batches of 64), and cpu_ns_per_launch: the
+process's CPU time (every thread's: simcuda's stream workers and pinguard's included) over the
+whole loop, per call (bench/cpu_ratio.py compares it).
+
+  HELPER is tests/e2e/libe2e_pystack_helper.so: each call is pysh_launch, one 4 KiB
+    cudaMemcpyAsync into a pinned buffer (tracked: a stack with Python frames per call);
+  with --kernel P, HELPER is bench/libbench_pykernel.so: each call is pyk_launch, a
+    cudaLaunchKernel of a kernel with P pointer parameters, none pinned (tracked by nothing:
+    the launch loop of a serving engine, bench/instr.sh --case pylaunch).
+
+docs/PERFORMANCE.md gives the commands (callgrind instruction counts, CPU time)."""
 import ctypes
 import json
 import sys
 import time
 
-h = ctypes.CDLL(sys.argv[1])
-n = int(sys.argv[2])
-depth = int(sys.argv[3]) if len(sys.argv) > 3 else 10
-h.pysh_setup.restype = ctypes.c_void_p
-h.pysh_setup.argtypes = [ctypes.c_size_t]
-h.pysh_launch.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-host = h.pysh_setup(4096 * 64)
-launch, sync = h.pysh_launch, h.pysh_sync
+argv = sys.argv[1:]
+kernel_params = 0
+if "--kernel" in argv:
+    k = argv.index("--kernel")
+    kernel_params = int(argv[k + 1])
+    del argv[k:k + 2]
+if len(argv) < 2:
+    sys.exit(__doc__)
+h = ctypes.CDLL(argv[0])
+n = int(argv[1])
+depth = int(argv[2]) if len(argv) > 2 else 10
+if kernel_params:
+    if h.pyk_setup(kernel_params) != 0:
+        sys.exit("py_launch.py: pyk_setup(%d) failed" % kernel_params)
+    launch, sync = h.pyk_launch, h.pyk_sync
+else:
+    h.pysh_setup.restype = ctypes.c_void_p
+    h.pysh_setup.argtypes = [ctypes.c_size_t]
+    h.pysh_launch.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    host = h.pysh_setup(4096 * 64)
+    if not host:
+        sys.exit("py_launch.py: pysh_setup failed")
+    launch, sync = h.pysh_launch, h.pysh_sync
 
 
 def batches(k):
     times = []
     for _ in range(k):
         t0 = time.perf_counter_ns()
-        for i in range(64):
-            launch(host + 4096 * i, 4096)
+        if kernel_params:
+            for _ in range(64):
+                launch()
+        else:
+            for i in range(64):
+                launch(host + 4096 * i, 4096)
         times.append((time.perf_counter_ns() - t0) / 64)
         sync()
     return times
