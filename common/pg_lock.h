@@ -1,4 +1,5 @@
-/* pg_lock.h: the stream state's lock, taken on every tracked copy. A mutex on a futex word
+/* pg_lock.h: the lock of a stream's state and of a region's in-flight set, taken on every
+ * tracked copy. A mutex on a futex word
  * (0 free, 1 held, 2 held with waiters): taking a free lock is one compare-and-swap and
  * releasing it one exchange, inline, where glibc's pthread_mutex_lock/unlock cost about 65
  * instructions a pair (docs/PERFORMANCE.md). Contended, it sleeps in the kernel like a mutex
@@ -27,6 +28,13 @@ static inline void pg_lock(pg_lock_t *l) {
                        1))
     return;
   pg_lock_wait(l);
+}
+
+/* Takes l if it is free; never waits. */
+static inline _Bool pg_trylock(pg_lock_t *l) {
+  int free_ = 0;
+  return atomic_compare_exchange_strong_explicit(&l->v, &free_, 1, memory_order_acquire,
+                                                 memory_order_relaxed);
 }
 
 static inline void pg_unlock(pg_lock_t *l) {

@@ -81,14 +81,14 @@ static bool discovered_pinned(const void *p, size_t n) {
   return true;
 }
 
-/* True when [p, p+n) touches pinned host memory (lk, if given, is then its lookup for an op on
- * stream s); only_tracked: regions the tracker knows only. */
-static bool is_pinned(const void *p, size_t n, bool only_tracked, cudaStream_t s,
+/* True when [p, p+n) touches pinned host memory (lk, if given, is then its lookup for an access
+ * of direction dir on stream s); only_tracked: regions the tracker knows only. */
+static bool is_pinned(const void *p, size_t n, bool only_tracked, cudaStream_t s, pg_dir_t dir,
                       pg_lookup_t *lk) {
-  if ((lk ? pg_region_lookup_on(p, n, s, lk) : pg_region_find_range(p, n, NULL, 0)) > 0)
+  if ((lk ? pg_region_lookup_on(p, n, s, dir, lk) : pg_region_find_range(p, n, NULL, 0)) > 0)
     return true;
   if (only_tracked || !discovered_pinned(p, n)) return false;
-  if (lk) pg_region_lookup_on(p, n, s, lk);
+  if (lk) pg_region_lookup_on(p, n, s, dir, lk);
   return true;
 }
 
@@ -455,8 +455,8 @@ static void keep_pinned_spans(pg_op_t *op) {
       if (!pg_region_find(s->p, &reg)) continue;
       s->n = reg.base + reg.size - (uintptr_t)s->p;
       if (pg_pin_is_read_only(reg.how, reg.flags)) s->dir = PG_DIR_READ;
-      if (lk) pg_region_lookup_on(s->p, s->n, op->stream, lk);
-    } else if (!is_pinned(s->p, s->n, op->only_tracked, op->stream, lk)) {
+      if (lk) pg_region_lookup_on(s->p, s->n, op->stream, s->dir, lk);
+    } else if (!is_pinned(s->p, s->n, op->only_tracked, op->stream, s->dir, lk)) {
       continue;
     }
     if (kept != i) op->spans[kept] = *s;
@@ -523,7 +523,7 @@ __attribute__((noinline)) static void before_op_spans(pg_op_t *op) {
 __attribute__((noinline)) static void before_op_unknown(pg_op_t *op) {
   const pg_span_t *s = &op->spans[0];
   if (op->only_tracked || !discovered_pinned(s->p, s->n) ||
-      !pg_region_lookup_on(s->p, s->n, op->stream, &op->lk[0])) {
+      !pg_region_lookup_on(s->p, s->n, op->stream, s->dir, &op->lk[0])) {
     op->nspans = op->nlk = 0;
     return;
   }
@@ -538,7 +538,7 @@ void pg_on_op_begin(pg_op_t *op) {
     const pg_span_t *s = &op->spans[0];
     pg_lookup_t *lk = &op->lk[0];
     op->nlk = 1;
-    if (__builtin_expect(!pg_region_lookup_on(s->p, s->n, op->stream, lk), 0))
+    if (__builtin_expect(!pg_region_lookup_on(s->p, s->n, op->stream, s->dir, lk), 0))
       return before_op_unknown(op);
     take_stack(op);
     if (__builtin_expect(lk->quiet && s->order == PG_SRC_STREAM, 1)) return;

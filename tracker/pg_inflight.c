@@ -145,9 +145,14 @@ static inline pg_acc_t **slot_list(pg_slot_t *s, const pg_acc_t *a) {
   return pg_dir_may_write(a->pub.dir) ? &s->accs : &s->reads;
 }
 
-static bool set_insert(pg_region_rec_t *r, pg_acc_t *a) {
+/* Inserts a into r's set. Returns 0 when out of memory, SET_SAME when r's summary (set_quiet)
+ * would be written as it is (a slot already there, no longer access, no first write, a set not
+ * empty before: many streams reading the same bytes), SET_MOVED otherwise. */
+enum { SET_SAME = 1, SET_MOVED = 2 };
+static int set_insert(pg_region_rec_t *r, pg_acc_t *a) {
+  size_t nslots = r->nslots, maxlen = r->maxlen, nwrites = r->nwrites, nacc = r->nacc;
   pg_slot_t *s = slot_get(r, a->pub.lo);
-  if (!s) return false;
+  if (!s) return 0;
   pg_acc_t **head = slot_list(s, a);
   a->slot = s;
   a->slot_prev = NULL;
@@ -157,7 +162,10 @@ static bool set_insert(pg_region_rec_t *r, pg_acc_t *a) {
   if (a->pub.hi > s->maxhi) s->maxhi = a->pub.hi;
   if (a->pub.hi - a->pub.lo > r->maxlen) r->maxlen = a->pub.hi - a->pub.lo;
   r->nacc++;
-  return true;
+  r->nwrites += pg_dir_may_write(a->pub.dir);
+  return nacc && r->nslots == nslots && r->maxlen == maxlen && (nwrites || !r->nwrites)
+             ? SET_SAME
+             : SET_MOVED;
 }
 
 static void set_remove(pg_region_rec_t *r, pg_acc_t *a) {
@@ -167,6 +175,7 @@ static void set_remove(pg_region_rec_t *r, pg_acc_t *a) {
   if (a->slot_next) a->slot_next->slot_prev = a->slot_prev;
   /* maxhi stays a bound (no walk of the slot: many readers of the same bytes share one). */
   if (!s->accs && !s->reads) slot_remove(r, s);
+  r->nwrites -= pg_dir_may_write(a->pub.dir);
   if (--r->nacc == 0) r->maxlen = 0;
 }
 
@@ -206,6 +215,7 @@ static void set_quiet(pg_region_rec_t *r) {
   if (q == 0) {
     /* Every access starts at or after the first slot's start, and none is longer than maxlen. */
     atomic_store_explicit(&r->set_owner, ow ? ow->id : 0, memory_order_release);
+    atomic_store_explicit(&r->set_writes, r->nwrites != 0, memory_order_release);
     atomic_store_explicit(&r->set_lo, r->sorted[0]->lo, memory_order_release);
     atomic_store_explicit(&r->set_hi, r->sorted[r->nslots - 1]->lo + r->maxlen,
                           memory_order_release);
@@ -214,16 +224,32 @@ static void set_quiet(pg_region_rec_t *r) {
                         memory_order_release);
 }
 
+/* pg_summary_clear with accesses in r's set: its summary read as a consistent snapshot. */
+bool pg_summary_clear_set(const pg_region_rec_t *r, uintptr_t lo, uintptr_t hi,
+                          const pg_stream_t *st, bool write) {
+  unsigned s = atomic_load_explicit(&r->sum_seq, memory_order_acquire);
+  if (s & 1) return false;
+  bool set = atomic_load_explicit(&r->quiet, memory_order_acquire) == 0;
+  uint32_t ow = atomic_load_explicit(&r->set_owner, memory_order_acquire);
+  uint32_t writes = atomic_load_explicit(&r->set_writes, memory_order_acquire);
+  uintptr_t slo = atomic_load_explicit(&r->set_lo, memory_order_acquire);
+  uintptr_t shi = atomic_load_explicit(&r->set_hi, memory_order_acquire);
+  if (atomic_load_explicit(&r->sum_seq, memory_order_relaxed) != s) return false;
+  if (!set || (ow != 0 && ow != st->id)) return false;
+  return hi <= slo || lo >= shi || (!write && !writes);
+}
+
 bool pg_inflight_remove(pg_acc_t *a) {
   pg_region_rec_t *r = a->region;
   if (!r) return false;
-  pthread_mutex_lock(&r->mu);
+  pg_lock(&r->mu);
   bool live = LD(r->gen) == a->region_gen;
   if (live) {
     set_remove(r, a);
-    if (!r->nacc) set_quiet(r);
+    /* The set's last write gone: reads need not look under the lock any more. */
+    if (!r->nacc || (pg_dir_may_write(a->pub.dir) && !r->nwrites)) set_quiet(r);
   }
-  pthread_mutex_unlock(&r->mu);
+  pg_unlock(&r->mu);
   return live;
 }
 
@@ -261,7 +287,7 @@ static void own_disown(pg_region_rec_t *r) {
 }
 
 static void clear_region(pg_region_rec_t *r, bool child) {
-  pthread_mutex_lock(&r->mu);
+  pg_lock(&r->mu);
   pg_stream_t *ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
   if (ow) { /* its accesses stay on their FIFO, indexed nowhere */
     if (!child) pg_lock(&ow->mu);
@@ -282,9 +308,10 @@ static void clear_region(pg_region_rec_t *r, bool child) {
   r->sorted = NULL;
   r->nslots = 0;
   r->nacc = 0;
+  r->nwrites = 0;
   r->maxlen = 0;
   set_quiet(r);
-  pthread_mutex_unlock(&r->mu);
+  pg_unlock(&r->mu);
   pg_deferred_drain();
 }
 
@@ -306,13 +333,13 @@ static inline __attribute__((always_inline)) void index_owned(pg_stream_t *st, p
   /* Claimed only while its set is empty: with other streams' accesses in flight there (many
    * streams reading the same bytes), the next check from one of them would take it back. */
   if (!ow && atomic_load_explicit(&r->quiet, memory_order_relaxed) != 0 &&
-      pthread_mutex_trylock(&r->mu) == 0) {
+      pg_trylock(&r->mu)) {
     if (LD(r->gen) == a->region_gen && !atomic_load_explicit(&r->owner, memory_order_relaxed)) {
       atomic_store_explicit(&r->owner, st, memory_order_relaxed);
       set_quiet(r);
     }
     ow = atomic_load_explicit(&r->owner, memory_order_relaxed);
-    pthread_mutex_unlock(&r->mu);
+    pg_unlock(&r->mu);
   }
   if (ow == st) own_push(r, a);
   else atomic_store_explicit(&a->where, PG_IN_PENDING, memory_order_relaxed);
@@ -454,11 +481,11 @@ __attribute__((noinline)) static void begin_finish(pg_stream_t *st, bool hook,
       /* Not ready yet, so no retirement reads `where` meanwhile. A region removed since the
        * lookup (or out of memory): the access is not indexed, but it still retires from its
        * stream. */
-      pthread_mutex_lock(&r->mu);
-      bool indexed = LD(r->gen) == a->region_gen && set_insert(r, a);
+      pg_lock(&r->mu);
+      int indexed = LD(r->gen) == a->region_gen ? set_insert(r, a) : 0;
       atomic_store_explicit(&a->where, indexed ? PG_IN_SET : PG_IN_NONE, memory_order_relaxed);
-      if (indexed) set_quiet(r);
-      pthread_mutex_unlock(&r->mu);
+      if (indexed == SET_MOVED) set_quiet(r);
+      pg_unlock(&r->mu);
     }
     /* The hook protects the piece's pages only now that it is indexed: a CPU access that
      * faults on them from here on finds it. Not ready until the hook returned: no thread can
@@ -695,11 +722,11 @@ static size_t query_hits(uintptr_t lo, uintptr_t hi, const pg_region_hit_t *hits
       /* A conflict check need not wait for a change under way on another thread (that
        * thread's op is concurrent with this one): the region's summary, written at the end of
        * each change, says whether anything here could be another stream's. */
-      if (pg_summary_clear(r, lo, hi, c->st)) continue;
+      if (pg_summary_clear(r, lo, hi, c->st, pg_dir_may_write(c->dir))) continue;
     }
-    pthread_mutex_lock(&r->mu);
+    pg_lock(&r->mu);
     if (LD(r->gen) == hits[i].gen) region_visit(r, lo, hi, c);
-    pthread_mutex_unlock(&r->mu);
+    pg_unlock(&r->mu);
   }
   return c->total;
 }
@@ -742,7 +769,7 @@ bool pg_access_quiet_at(const pg_lookup_t *lk, cudaStream_t stream) {
   pg_stream_t *st = pg_stream_get(stream); /* untracked: ordered after nothing */
   /* query_hits' first test for each region, without its lock or its call. */
   for (size_t i = 0; i < lk->total; i++)
-    if (!pg_summary_clear(lk->hits[i].rec, lk->lo, lk->hi, st)) return false;
+    if (!pg_summary_clear(lk->hits[i].rec, lk->lo, lk->hi, st, true)) return false;
   return true;
 }
 

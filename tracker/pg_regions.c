@@ -167,7 +167,6 @@ static pg_region_rec_t *rec_alloc(void) {
   }
   r = calloc(1, sizeof(*r));
   if (!r) return NULL;
-  pthread_mutex_init(&r->mu, NULL);
   r->next_all = g_all;
   g_all = r;
   return r;
@@ -192,11 +191,11 @@ int pg_region_add(const void *base, size_t size, pg_pin_how_t how, unsigned flag
     pthread_mutex_unlock(&g_wmu);
     return -1;
   }
-  pthread_mutex_lock(&r->mu);
+  pg_lock(&r->mu);
   atomic_store_explicit(&r->quiet, PG_QUIET_EMPTY, memory_order_release); /* nothing in flight */
   if (alloc_stack) pg_stack_copy(&r->stack, alloc_stack);
   else memset(&r->stack, 0, sizeof(r->stack));
-  pthread_mutex_unlock(&r->mu);
+  pg_unlock(&r->mu);
   r->key_base = b;
   pg_region_rec_t *older = NULL;
   HASH_FIND(hh, g_by_base, &b, sizeof(b), older);
@@ -270,9 +269,9 @@ int pg_region_remove_keep_stack(const void *base, pg_region_t *out, pg_stack_t *
   uintptr_t end = LD(node->end);
   if (out) fill_info(out, b, end, r);
   if (stack) {
-    pthread_mutex_lock(&r->mu);
+    pg_lock(&r->mu);
     *stack = r->stack;
-    pthread_mutex_unlock(&r->mu);
+    pg_unlock(&r->mu);
   }
 
   write_begin();
@@ -568,14 +567,15 @@ __attribute__((noinline)) static void lookup_on_many(pg_lookup_t *lk, cudaStream
   lk->quiet = pg_access_quiet_at(lk, stream);
 }
 
-size_t pg_region_lookup_on(const void *p, size_t n, cudaStream_t stream, pg_lookup_t *lk) {
+size_t pg_region_lookup_on(const void *p, size_t n, cudaStream_t stream, pg_dir_t dir,
+                           pg_lookup_t *lk) {
   size_t total = lookup(p, n, lk);
   /* pg_access_quiet_at's answer, which the common span (one region, the lookup just made)
    * gets without a call. */
   if (__builtin_expect(total == 1 && lk->hi > lk->lo && pg_lookup_current(lk), 1)) {
     pg_stream_t *st = pg_stream_get(stream);
     lk->stream = st;
-    lk->quiet = pg_summary_clear(lk->hits[0].rec, lk->lo, lk->hi, st);
+    lk->quiet = pg_summary_clear(lk->hits[0].rec, lk->lo, lk->hi, st, pg_dir_may_write(dir));
     return 1;
   }
   lk->stream = NULL;
@@ -623,9 +623,9 @@ int pg_region_stack(uint64_t id, pg_stack_t *out) {
   pthread_mutex_lock(&g_wmu);
   for (pg_region_rec_t *r = g_all; r && !found; r = r->next_all) {
     if (!id || LD(r->id) != id) continue;
-    pthread_mutex_lock(&r->mu);
+    pg_lock(&r->mu);
     *out = r->stack;
-    pthread_mutex_unlock(&r->mu);
+    pg_unlock(&r->mu);
     found = 1;
   }
   pthread_mutex_unlock(&g_wmu);

@@ -267,12 +267,20 @@ void pg_stream_untracked_op(bool kernel) {
   pg_tracker_count(kernel ? PG_TRACKER_UNTRACKED_KERNEL : PG_TRACKER_UNTRACKED, 1);
 }
 
-/* The larger handle cache, in a per-thread block (pg_tls.h): direct-mapped, valid as the small
- * one is (no stream destroyed since the entry was filled). */
+/* The larger handle cache, in a per-thread block (pg_tls.h): two-way set-associative (a handle
+ * goes in either entry of its pair: two streams whose handles share a slot then do not evict
+ * each other at every alternation), valid as the small one is (no stream destroyed since the
+ * entry was filled). */
 #define STREAM_CACHE_BIG 1024
+/* The first entry of s's pair. Fibonacci hashing: a runtime's stream handles are often equally
+ * spaced (one allocation size apart), which a shift-and-xor maps onto few slots. */
 static inline unsigned stream_cache_big_slot(cudaStream_t s) {
-  uintptr_t k = (uintptr_t)s;
-  return (unsigned)((k >> 4) ^ (k >> 14)) % STREAM_CACHE_BIG;
+  uint64_t k = (uint64_t)(uintptr_t)s * UINT64_C(0x9E3779B97F4A7C15);
+  return (unsigned)(k >> 55) % (STREAM_CACHE_BIG / 2) * 2;
+}
+static inline bool stream_cache_hit(const pg_stream_cache_t *c, cudaStream_t s,
+                                    unsigned long gen) {
+  return c->st && c->h == s && c->gen == gen;
 }
 
 pg_stream_t *pg_stream_get_slow(cudaStream_t s) {
@@ -288,9 +296,19 @@ pg_stream_t *pg_stream_get_slow(cudaStream_t s) {
    * same weights, a pool of streams per device) finds most of them here, without the map. */
   pg_stream_cache_t *big = pg_tls_get(PG_TLS_STREAM_CACHE, STREAM_CACHE_BIG * sizeof *big);
   pg_stream_cache_t *b = big ? &big[stream_cache_big_slot(s)] : NULL;
-  pg_stream_t *st = b && b->st && b->h == s && b->gen == gen ? b->st : lookup_or_add(s, 0, 0);
+  pg_stream_t *st = NULL;
+  if (b) {
+    if (stream_cache_hit(&b[0], s, gen)) st = b[0].st;
+    else if (stream_cache_hit(&b[1], s, gen)) st = b[1].st;
+  }
+  if (!st) st = lookup_or_add(s, 0, 0);
   if (!st) return untracked();
-  if (b) *b = (pg_stream_cache_t){s, st, gen};
+  /* b[0] holds the pair's most recent handle: a hit in b[1] swaps the two, a miss evicts b[1]
+   * (the one used least recently). */
+  if (b && !stream_cache_hit(&b[0], s, gen)) {
+    b[1] = b[0];
+    b[0] = (pg_stream_cache_t){s, st, gen};
+  }
   {
     pg_stream_cache_t *c = &pg_stream_cache[pg_stream_cache_slot(s)];
     c->h = s;

@@ -43,10 +43,10 @@ void pg_tracker_set_hooks(pg_access_begin_fn on_begin, pg_access_hook_fn on_reti
   pg_hook_retire = on_retire;
 }
 
-static void lock_rec(pg_region_rec_t *r) { pthread_mutex_lock(&r->mu); }
-static void unlock_rec(pg_region_rec_t *r) { pthread_mutex_unlock(&r->mu); }
+static void lock_rec(pg_region_rec_t *r) { pg_lock(&r->mu); }
+static void unlock_rec(pg_region_rec_t *r) { pg_unlock(&r->mu); }
 static void reset_rec(pg_region_rec_t *r) {
-  pthread_mutex_unlock(&r->mu);
+  pg_unlock(&r->mu);
   pg_inflight_clear_region_child(r); /* the child inherited the parent's in-flight pieces */
 }
 

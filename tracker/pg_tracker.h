@@ -100,7 +100,7 @@ typedef struct pg_lookup {
     uintptr_t base, end;
   } hits[PG_LOOKUP_HITS];
   void *stream;           /* pg_region_lookup_on's stream record, kept for the begin (or NULL) */
-  bool quiet;             /* pg_region_lookup_on: what pg_access_quiet_at answered */
+  bool quiet;             /* pg_region_lookup_on: nothing there conflicts with the new access */
 } pg_lookup_t;
 /* Fills *lk for [p, p+n); returns how many regions overlap it. */
 size_t pg_region_lookup(const void *p, size_t n, pg_lookup_t *lk);
@@ -113,10 +113,14 @@ static inline bool pg_lookup_current(const pg_lookup_t *lk) {
   return lk->total <= PG_LOOKUP_HITS && !(lk->version & 1) &&
          lk->version == atomic_load_explicit(&pg_regions_seq, memory_order_acquire);
 }
-/* The same, and in the same call what pg_access_quiet_at(lk, stream) would answer (lk->quiet).
+/* The same, for a new access of direction dir on `stream`, and in the same call whether the
+ * regions' summaries say it conflicts with nothing in flight (lk->quiet: what
+ * pg_access_quiet_at(lk, stream) answers, and for a read also where other streams only read
+ * the range).
  * The stream's record is kept in lk, so that pg_access_begin_at does not look it up again: the
  * lookup is for an op on `stream`, begun on it. */
-size_t pg_region_lookup_on(const void *p, size_t n, cudaStream_t stream, pg_lookup_t *lk);
+size_t pg_region_lookup_on(const void *p, size_t n, cudaStream_t stream, pg_dir_t dir,
+                           pg_lookup_t *lk);
 
 /* ---- the access table ------------------------------------------------------------------------
  * An access is recorded per region it touches ("piece"), each with its own completion event.

@@ -65,12 +65,15 @@ struct pg_region_rec {
   _Atomic uint32_t quiet;
   /* With quiet 0 (accesses in the set): a bound on where they lie, [set_lo, set_hi), and the
    * owner's id then (0: none), so that a check of a range outside the bound, from the owner's
-   * stream or with no owner, takes no lock either. Written with quiet, under mu, between two
+   * stream or with no owner, takes no lock either; and whether the set may hold an access that
+   * may write (set_writes: 0 only when none was inserted since the last change that found none),
+   * so that a read's check, which conflicts only with writes, takes none either when it holds
+   * only reads (many streams reading the same bytes). Written with quiet, under mu, between two
    * moves of sum_seq (odd while they are written); readers take a consistent snapshot or look. */
   atomic_uint sum_seq;
-  _Atomic uint32_t set_owner;
+  _Atomic uint32_t set_owner, set_writes;
   _Atomic uintptr_t set_lo, set_hi;
-  pthread_mutex_t mu;          /* protects everything below */
+  pg_lock_t mu;                /* protects everything below (zero: free; a futex lock, pg_lock.h) */
   /* in-flight set: slots (one per distinct access start) sorted by lo, and hashed by lo once
    * there are many (PG_HASH_SLOTS) */
   pg_slot_t **sorted;          /* inline_sorted until it outgrows it */
@@ -78,6 +81,7 @@ struct pg_region_rec {
   pg_slot_t *slots_by_lo;      /* uthash, or NULL while the set is small */
   uintptr_t maxlen;            /* longest access in the set since it was last empty */
   size_t nacc;
+  size_t nwrites;              /* how many of the set's nacc accesses may write */
   pg_slot_t *inline_sorted[PG_INLINE_SLOTS];
   pg_slot_t *free_slots;       /* idle slots, kept for the set's next inserts: removal (which the
                                 * fault handler's retirement does) never frees */
@@ -303,22 +307,19 @@ size_t pg_clock_copy(const pg_stream_t *st, pg_clock_pair_t *out, size_t cap);
 extern __thread bool pg_t_in_hostfn;
 extern __thread pg_hostfn_pos_t pg_t_hostfn;
 
-/* A conflict check of [lo, hi) from stream st, without r's lock: true when r's summary says that
- * nothing there can be another stream's access overlapping the range (quiet, or the set's
- * accesses all outside it with no other stream owning r). False: look under the lock. */
+/* A conflict check of [lo, hi) from stream st for a new access that may write (write) or only
+ * reads, without r's lock: true when r's summary says that nothing there can conflict with it.
+ * For any access: no other stream's access overlaps the range (quiet, or the set's accesses all
+ * outside it with no other stream owning r). For a read, also: the set holds only reads (with
+ * no other stream owning r), which a read never conflicts with. False: look under the lock. */
+bool pg_summary_clear_set(const pg_region_rec_t *r, uintptr_t lo, uintptr_t hi,
+                          const pg_stream_t *st, bool write);
 static inline bool pg_summary_clear(const pg_region_rec_t *r, uintptr_t lo, uintptr_t hi,
-                                 const pg_stream_t *st) {
+                                    const pg_stream_t *st, bool write) {
   uint32_t q = atomic_load_explicit(&r->quiet, memory_order_acquire);
-  if (q == PG_QUIET_EMPTY || q == st->id) return true;
+  if (__builtin_expect(q == PG_QUIET_EMPTY || q == st->id, 1)) return true;
   if (q != 0) return false; /* another stream owns r, with nothing in the set */
-  unsigned s = atomic_load_explicit(&r->sum_seq, memory_order_acquire);
-  if (s & 1) return false;
-  bool clear = atomic_load_explicit(&r->quiet, memory_order_acquire) == 0;
-  uint32_t ow = atomic_load_explicit(&r->set_owner, memory_order_acquire);
-  uintptr_t slo = atomic_load_explicit(&r->set_lo, memory_order_acquire);
-  uintptr_t shi = atomic_load_explicit(&r->set_hi, memory_order_acquire);
-  if (atomic_load_explicit(&r->sum_seq, memory_order_relaxed) != s) return false;
-  return clear && (ow == 0 || ow == st->id) && (hi <= slo || lo >= shi);
+  return pg_summary_clear_set(r, lo, hi, st, write);
 }
 /* Each device's legacy stream, and a version that moves with its clock. */
 extern _Atomic(pg_stream_t *) pg_legacy[PG_MAX_DEVICES];
