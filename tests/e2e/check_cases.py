@@ -7,7 +7,9 @@ added or changed none.
     check_cases.py before.json after.json [--only REGEX] [--root-a DIR --root-b DIR]
 Compares each test's command, arguments, working folder and properties (ENVIRONMENT as an
 ordered list; the others by name), ignoring the order of the tests and of their properties.
---root-a/--root-b: a source or build folder that differs between the two (replaced by ROOT).
+--root-a/--root-b (each may be given more than once): a source or build folder that differs
+between the two, replaced by ROOT. ctest leaves out the command of a test whose program is not
+built yet: dump both from built trees, or both from unbuilt ones.
 Exit status 0 when the sets are identical, 1 otherwise (each difference printed)."""
 import argparse
 import json
@@ -24,7 +26,7 @@ def load(path, only, roots):
         if only and not re.search(only, name):
             continue
         text = json.dumps(t, sort_keys=True)
-        for root in roots:
+        for root in sorted(roots, key=len, reverse=True):  # a build folder inside the source
             text = text.replace(root, "ROOT")
         t = json.loads(text)
         props = {}
@@ -42,11 +44,11 @@ def main():
     ap.add_argument("before")
     ap.add_argument("after")
     ap.add_argument("--only", help="compare only the tests whose name matches this regex")
-    ap.add_argument("--root-a", default=None)
-    ap.add_argument("--root-b", default=None)
+    ap.add_argument("--root-a", action="append", default=[])
+    ap.add_argument("--root-b", action="append", default=[])
     args = ap.parse_args()
-    a = load(args.before, args.only, [args.root_a] if args.root_a else [])
-    b = load(args.after, args.only, [args.root_b] if args.root_b else [])
+    a = load(args.before, args.only, args.root_a)
+    b = load(args.after, args.only, args.root_b)
     diffs = 0
     for name in sorted(set(a) - set(b)):
         print("only before: %s" % name)
