@@ -2,6 +2,15 @@
  * commit-during-device-write and pinguard_release reports release-during-device-access (enforce
  * waits instead and the bytes are then complete). The fixed twin synchronizes first: no report.
  * Without the preload the same calls are no-ops returning 0. Usage: annotations bug|fixed [commit|release]. */
+// SCENARIO: commit commit-during-device-write ARGS commit
+// SCENARIO: release release-during-device-access ARGS release
+// Enforce waits, so the annotated bytes are complete after the call; without the shim the
+// annotations are no-ops.
+// CASE: commit.enforce_waits MODE enforce EXPECT commit-during-device-write ARGS bug commit
+//   STDOUT "first byte after the annotation: 0x44" ENV ${PG_WAIT_LATENCY}
+// CASE: annotations.without_shim MODE none EXPECT none ARGS bug commit
+//   STDOUT "in-flight accesses found: 0"
+
 #include "e2e.h"
 #include "pinguard.h"
 

@@ -2,6 +2,9 @@
  * (12.8, with size_t *failIdx), chosen at run time from cudaRuntimeGetVersion. A batch of
  * device->host copies into four pinned buffers, then freeing one, is reported; the fixed twin
  * synchronizes first. Usage: batch bug|fixed [13|128]; run "128" with SIMCUDA_RUNTIME_VERSION=12080. */
+// SCENARIO: batch13 free-during-device-access ARGS 13
+// SCENARIO: batch128 free-during-device-access ARGS 128 ENV SIMCUDA_RUNTIME_VERSION=12080
+
 #include "e2e.h"
 
 typedef cudaError_t (*batch_128_fn)(void *const *, const void *const *, const size_t *, size_t,

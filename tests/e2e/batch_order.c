@@ -10,6 +10,46 @@
  *   producer  a device->host copy on the same stream writes the buffer just before the batch;
  *             the device's copy is read back and its checksum printed (64 bytes sampled: 0x5a
  *             each if the batch read what the producer wrote, 0x11 if it read them before). */
+// Each case runs on this program and on e2e_batch_order_static, the same program linked with
+// simcuda's static runtime (libcudart_static.a), whose batches reach pinguard as the driver's
+// cuMemcpyBatchAsync_v2 underneath, with the same source orders (its tests are named
+// static_runtime.batch_order.*; the static runtime dlopens libcuda.so.1, which only
+// LD_LIBRARY_PATH finds). Enforce's producer cases read back what the producer wrote (64 sampled
+// bytes of 0x5a: 5760); whether audit sees stale bytes depends on the report being made within
+// the producer's latency: not checked.
+// LIST: variants batch_order/batch_order batch_order_static/static_runtime.batch_order
+// LIST: env_batch_order
+// LIST: env_batch_order_static LD_LIBRARY_PATH=${SIMCUDA_LIB_DIR}
+// CASE: ${t}.during_free.${twin}.${mode} PROG ${p} MODE ${mode} EXPECT none
+//   ARGS ${twin} during_free ENV ${env_${p}}
+//   FOR p/t IN ${variants} FOR mode IN audit enforce FOR twin IN bug fixed
+// CASE: ${t}.during_write.${twin}.${mode} PROG ${p} MODE ${mode} EXPECT none
+//   ARGS ${twin} during_write STDOUT "checksum 1088$" ENV ${GUARD_ENV} ${env_${p}}
+//   FOR p/t IN ${variants} FOR mode IN audit enforce FOR twin IN bug fixed
+// CASE: ${t}.mixed_during_write.${twin}.${mode} PROG ${p} MODE ${mode} EXPECT none
+//   ARGS ${twin} mixed_during_write ENV ${GUARD_ENV} ${env_${p}}
+//   FOR p/t IN ${variants} FOR mode IN audit enforce FOR twin IN bug fixed
+// CASE: ${t}.stream_producer.${twin}.${mode} PROG ${p} MODE ${mode} EXPECT none
+//   ARGS ${twin} stream_producer STDOUT "checksum 5760$" ENV ${env_${p}}
+//   FOR p/t IN ${variants} FOR mode IN audit enforce FOR twin IN bug fixed
+// CASE: ${t}.mixed_stream_write.bug.${mode} PROG ${p} MODE ${mode}
+//   EXPECT cpu-write-during-device-access ARGS bug mixed_stream_write
+//   ENV ${GUARD_ENV} ${env_${p}} FOR p/t IN ${variants} FOR mode IN audit enforce
+// CASE: ${t}.mixed_stream_write.fixed.${mode} PROG ${p} MODE ${mode} EXPECT none
+//   ARGS fixed mixed_stream_write ENV ${GUARD_ENV} ${env_${p}}
+//   FOR p/t IN ${variants} FOR mode IN audit enforce
+// CASE: ${t}.${order}_producer.bug.${mode} PROG ${p} MODE ${mode} EXPECT device-access-conflict
+//   ARGS bug ${order}_producer STDOUT ${ok} ENV SIMCUDA_LATENCY_US=300000 ${env_${p}}
+//   FOR p/t IN ${variants} FOR mode/ok IN audit/checksum "enforce/checksum 5760$"
+//   FOR order IN during any
+// CASE: ${t}.${order}_producer.fixed.${mode} PROG ${p} MODE ${mode} EXPECT none
+//   ARGS fixed ${order}_producer STDOUT "checksum 5760$" ENV ${env_${p}}
+//   FOR p/t IN ${variants} FOR mode IN audit enforce FOR order IN during any
+// CASE: ${t}.any_free.bug.${mode} PROG ${p} MODE ${mode} EXPECT free-during-device-access
+//   ARGS bug any_free ENV ${env_${p}} FOR p/t IN ${variants} FOR mode IN audit enforce
+// CASE: ${t}.any_free.fixed.${mode} PROG ${p} MODE ${mode} EXPECT none
+//   ARGS fixed any_free ENV ${env_${p}} FOR p/t IN ${variants} FOR mode IN audit enforce
+
 #include <stdbool.h>
 
 #include "e2e.h"

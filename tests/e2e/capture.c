@@ -15,6 +15,18 @@
  *   capture bug|fixed two     one graph that writes the buffer, launched on A and on B; fixed
  *                             orders B's launch after A's with an event.
  * Each ends with "capture succeeded and the graph replayed". */
+// A captured copy is checked at each launch of its graph, against what is in flight then, never
+// when captured (the fixed twins capture while a conflicting copy is in flight, and synchronize
+// it before the launch). Audit reports a launch that races; enforce waits first.
+// SCENARIO: capture device-access-conflict STDOUT "capture succeeded and the graph replayed"
+//   ENV SIMCUDA_LATENCY_US=20000
+// SCENARIO: capture.${how} device-access-conflict ARGS ${how}
+//   STDOUT "capture succeeded and the graph replayed" ENV SIMCUDA_LATENCY_US=20000
+//   FOR how IN late write two
+// Enforce waits for the copy in flight before the graph's copy of the same bytes runs.
+// CASE: capture.write.enforce_data MODE enforce EXPECT device-access-conflict ARGS bug write
+//   STDOUT "the buffer holds the graph's bytes" ENV SIMCUDA_LATENCY_US=20000
+
 #include "e2e.h"
 
 enum { OLD = 0x11, GRAPH = 0x22 };

@@ -2,6 +2,8 @@
 # Intent: libpinguard.so never depends on libcudart or libcuda (no DT_NEEDED), and exports only
 # the interposed cuda* and cu* names, dlsym, the interposed libc I/O and signal calls, and the pinguard_* API;
 # each I/O call the shim must interpose is exported.
+#
+# TEST: exports BARE ARGS $<TARGET_FILE:pinguard>
 set -u
 lib=$1
 fail=0

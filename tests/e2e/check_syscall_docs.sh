@@ -2,6 +2,8 @@
 # Intent: docs/GUARD.md's list of checked calls is exactly what libpinguard.so interposes: every
 # libc I/O name the shim exports is listed under "Checked", and every libc function listed there
 # is exported. Usage: check_syscall_docs.sh libpinguard.so docs/GUARD.md
+#
+# TEST: syscall_docs BARE ARGS $<TARGET_FILE:pinguard> ${PROJECT_SOURCE_DIR}/docs/GUARD.md
 set -u
 lib=$1 doc=$2
 libc=$(ldd "$lib" | awk '/libc\.so/ {print $3}')

@@ -2,6 +2,9 @@
  * the same buffer on stream B with nothing ordering them, is a device-access-conflict (WAR).
  * Twins that must produce no report: "event" orders B after A with cudaStreamWaitEvent, and
  * "same" issues both copies on stream A. Usage: cross_stream bug|fixed [event|same]. */
+// SCENARIO: cross_stream.event device-access-conflict ARGS event
+// SCENARIO: cross_stream.same device-access-conflict ARGS same
+
 #include "e2e.h"
 
 int main(int argc, char **argv) {

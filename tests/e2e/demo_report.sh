@@ -3,6 +3,9 @@
 # names file:line: the CPU read is caught in the guard-fault handler, which cannot run addr2line,
 # so its frames come from the program's own line table (it is built with debug info).
 #   demo_report.sh KVXFER
+#
+# The quick start's report names file:line (a guard fault's frames, from the line table).
+# TEST: demo_report ARGS $<TARGET_FILE:kvxfer> IF TARGET kvxfer
 set -u
 kvxfer=${1:?usage: demo_report.sh KVXFER}
 err=$(mktemp) && trap 'rm -f "$err"' EXIT

@@ -2,6 +2,8 @@
  * which no preload can interpose) is discovered from cudaPointerGetAttributes the first time a
  * copy uses it, and then tracked like any other: freeing it with a device->host copy in flight
  * is reported. The fixed twin synchronizes first. */
+// SCENARIO: discovered free-during-device-access
+
 #include <dlfcn.h>
 
 #include "e2e.h"

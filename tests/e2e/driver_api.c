@@ -33,6 +33,91 @@
  *             producer  a device->host copy on the same stream writes the buffer just before
  *                       (fixed: synchronized first); then the device copy is read back.
  * Prints the checksum it read back, so that enforce runs can be told from corrupted ones. */
+// e2e_driver_api has no runtime at all (pinguard's driver backend serves it); the mixed program
+// (e2e_driver_api_mixed) pins and copies with the runtime too.
+// LIST: all linked/driver_api procaddr/driver_api mixed/driver_api_mixed
+// CASE: driver.${how}.${c}.bug.${mode} MODE ${mode} EXPECT ${kind} ARGS ${how} ${c} bug
+//   STDOUT checksum FOR how IN linked procaddr
+//   FOR c/kind IN free/free-during-device-access ptsz/device-access-conflict
+//   kernel/free-during-device-access FOR mode IN audit enforce
+// CASE: driver.${how}.${c}.fixed.${mode} MODE ${mode} EXPECT none ARGS ${how} ${c} fixed
+//   FOR how IN linked procaddr FOR c IN free ptsz kernel FOR mode IN audit enforce
+// CASE: driver.${how}.cross.bug.${mode} PROG ${p} MODE ${mode} EXPECT device-access-conflict
+//   ARGS ${how} cross bug STDOUT checksum FOR how/p IN ${all} FOR mode IN audit enforce
+// CASE: driver.${how}.cross.fixed.${mode} PROG ${p} MODE ${mode} EXPECT none
+//   ARGS ${how} cross fixed FOR how/p IN ${all} FOR mode IN audit enforce
+// The read must come while the copy is in flight; enforce makes the CPU read the bytes the
+// device wrote: 64 sampled bytes of 0x5a.
+// CASE: driver.${how}.cpu.bug.${mode} PROG ${p} MODE ${mode} EXPECT cpu-read-during-device-write
+//   ARGS ${how} cpu bug STDOUT ${out} ENV ${GUARD_ENV} SIMCUDA_LATENCY_US=100000
+//   FOR how/p IN ${all} FOR mode/out IN audit/checksum "enforce/checksum 5760"
+// CASE: driver.${how}.cpu.fixed.${mode} PROG ${p} MODE ${mode} EXPECT none ARGS ${how} cpu fixed
+//   ENV ${GUARD_ENV} SIMCUDA_LATENCY_US=100000 FOR how/p IN ${all} FOR mode IN audit enforce
+// Reports name the driver calls the program made: the free, and the allocation.
+// CASE: driver.linked.free.names.free MODE audit EXPECT free-during-device-access
+//   ARGS linked free bug STDERR "^  cuMemFreeHost \(thread T[0-9]+\):$"
+// CASE: driver.linked.free.names.pinned MODE audit EXPECT free-during-device-access
+//   ARGS linked free bug STDERR "pinned by cuMemHostAlloc \(thread"
+// The driver's 2D, 3D and batch copies (both ABIs; procaddr asks for the batch with cudaVersion
+// 12080 and 13000), in the free and cpu cases. Enforce makes the CPU read what the device wrote:
+// 64 sampled bytes of 0x5a, but for the 3D copy, which leaves the first row of each of its four
+// slices alone (60). A 100 ms device latency: the CPU's read must come while the copy is in
+// flight, also under ThreadSanitizer on a loaded machine.
+// LIST: copies 2d/5760 3d/5400 batch128/5760 batch13/5760
+// CASE: driver.${how}.${copy}.free.bug.${mode} MODE ${mode} EXPECT free-during-device-access
+//   ARGS ${how} ${copy}_free bug
+//   FOR how IN linked procaddr FOR copy/sum IN ${copies} FOR mode IN audit enforce
+// CASE: driver.${how}.${copy}.free.fixed.${mode} MODE ${mode} EXPECT none
+//   ARGS ${how} ${copy}_free fixed
+//   FOR how IN linked procaddr FOR copy/sum IN ${copies} FOR mode IN audit enforce
+// CASE: driver.${how}.${copy}.cpu.bug.audit MODE audit EXPECT cpu-read-during-device-write
+//   ARGS ${how} ${copy}_cpu bug STDOUT checksum ENV ${GUARD_ENV} SIMCUDA_LATENCY_US=100000
+//   FOR how IN linked procaddr FOR copy/sum IN ${copies}
+// CASE: driver.${how}.${copy}.cpu.bug.enforce MODE enforce EXPECT cpu-read-during-device-write
+//   ARGS ${how} ${copy}_cpu bug STDOUT "checksum ${sum}$"
+//   ENV ${GUARD_ENV} SIMCUDA_LATENCY_US=100000
+//   FOR how IN linked procaddr FOR copy/sum IN ${copies}
+// CASE: driver.${how}.${copy}.cpu.fixed.${mode} MODE ${mode} EXPECT none
+//   ARGS ${how} ${copy}_cpu fixed STDOUT "checksum ${sum}$" ENV ${GUARD_ENV}
+//   FOR how IN linked procaddr FOR copy/sum IN ${copies} FOR mode IN audit enforce
+// The _ptsz variant, on the per-thread default stream.
+// CASE: driver.${how}.${copy}ptsz.free.bug.${mode} MODE ${mode}
+//   EXPECT free-during-device-access ARGS ${how} ${copy}ptsz_free bug
+//   FOR how IN linked procaddr FOR copy/sum IN ${copies} FOR mode IN audit enforce
+// CASE: driver.${how}.${copy}ptsz.free.fixed.${mode} MODE ${mode} EXPECT none
+//   ARGS ${how} ${copy}ptsz_free fixed
+//   FOR how IN linked procaddr FOR copy/sum IN ${copies} FOR mode IN audit enforce
+// srcAccessOrder of the driver's batch (linked: the 13.0 ABI, procaddr: 12.8). DuringApiCall:
+// the call has read the source, so freeing or overwriting it right after is no conflict; a
+// producer still writing it when the call is made is one. Any: a same-stream producer is a
+// conflict too (enforce waits for it, so the device gets its bytes, 64 of 0x5a), and the read
+// stays in flight. Stream: the producer is ordered before the read. (simcuda reads DuringApiCall
+// and Any sources during the call: without enforce's wait the device would get 64 stale 0x11.)
+// CASE: driver.${how}.order.during_free.${twin}.${mode} MODE ${mode} EXPECT none
+//   ARGS ${how} during_free ${twin}
+//   FOR how IN linked procaddr FOR mode IN audit enforce FOR twin IN bug fixed
+// CASE: driver.${how}.order.during_write.${twin}.${mode} MODE ${mode} EXPECT none
+//   ARGS ${how} during_write ${twin} ENV ${GUARD_ENV}
+//   FOR how IN linked procaddr FOR mode IN audit enforce FOR twin IN bug fixed
+// CASE: driver.${how}.order.stream_producer.${twin}.${mode} MODE ${mode} EXPECT none
+//   ARGS ${how} stream_producer ${twin} STDOUT "checksum 5760$"
+//   FOR how IN linked procaddr FOR mode IN audit enforce FOR twin IN bug fixed
+// CASE: driver.${how}.order.${order}_producer.bug.${mode} MODE ${mode}
+//   EXPECT device-access-conflict ARGS ${how} ${order}_producer bug STDOUT ${ok}
+//   ENV SIMCUDA_LATENCY_US=300000 FOR how IN linked procaddr
+//   FOR mode/ok IN audit/checksum "enforce/checksum 5760$" FOR order IN during any
+// CASE: driver.${how}.order.${order}_producer.fixed.${mode} MODE ${mode} EXPECT none
+//   ARGS ${how} ${order}_producer fixed STDOUT "checksum 5760$"
+//   FOR how IN linked procaddr FOR mode IN audit enforce FOR order IN during any
+// CASE: driver.${how}.order.any_free.bug.${mode} MODE ${mode} EXPECT free-during-device-access
+//   ARGS ${how} any_free bug FOR how IN linked procaddr FOR mode IN audit enforce
+// CASE: driver.${how}.order.any_free.fixed.${mode} MODE ${mode} EXPECT none
+//   ARGS ${how} any_free fixed FOR how IN linked procaddr FOR mode IN audit enforce
+// Track once: three runtime copies (each a driver copy underneath) and two driver copies are
+// five tracked copies, not eight.
+// CASE: driver.mixed.once PROG driver_api_mixed MODE audit EXPECT none ARGS mixed once fixed
+//   STDERR "copies_tracked: 5 " ENV PG_EXTRA_OPTIONS=guard=0:print_stats=1
+
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>

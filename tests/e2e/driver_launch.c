@@ -39,6 +39,55 @@
  *                checked, audit reports the conflict and enforce waits for the copy (fixed: the
  *                first copy is synchronized before the launch, and nothing is reported).
  * Prints what it read back, so that enforce runs can be told from corrupted ones. */
+// Every case in both modes, for both HOWs. The fixed twins' enforce runs must end within 30 s
+// (TIMEOUT ${t}: 60 is the default).
+// Kernels that write the buffer, which is then freed:
+// CASE: driver.${how}.${c}.bug.${mode} MODE ${mode} EXPECT free-during-device-access
+//   ARGS ${how} ${c} bug STDOUT freed
+//   FOR how IN linked procaddr FOR c IN kernelex kernelex_ptsz coop FOR mode IN audit enforce
+// CASE: driver.${how}.${c}.fixed.${mode} MODE ${mode} EXPECT none ARGS ${how} ${c} fixed
+//   STDOUT freed TIMEOUT ${t}
+//   FOR how IN linked procaddr FOR c IN kernelex kernelex_ptsz coop FOR mode/t IN audit/60 enforce/30
+// The CPU reads while the kernel writes (the read must come while the kernel runs); enforce made
+// the CPU read the kernel's 64 sampled 0x5a bytes.
+// CASE: driver.${how}.kernelex_cpu.bug.${mode} MODE ${mode} EXPECT cpu-read-during-device-write
+//   ARGS ${how} kernelex_cpu bug STDOUT ${out} ENV ${GUARD_ENV} SIMCUDA_LATENCY_US=100000
+//   FOR how IN linked procaddr FOR mode/out IN audit/checksum "enforce/checksum 5760"
+// CASE: driver.${how}.kernelex_cpu.fixed.${mode} MODE ${mode} EXPECT none
+//   ARGS ${how} kernelex_cpu fixed STDOUT checksum ENV ${GUARD_ENV} SIMCUDA_LATENCY_US=100000
+//   TIMEOUT ${t} FOR how IN linked procaddr FOR mode/t IN audit/60 enforce/30
+// Host functions: enforce cannot wait inside a host function, so the violation happened: exitcode
+// in both modes. The fixed twin must see the bytes stream order gives, and never wait.
+// CASE: driver.${how}.${c}.bug.${mode} MODE ${mode} EXPECT cpu-read-during-device-write EXIT 23
+//   ARGS ${how} ${c} bug STDOUT "host functions done" ENV ${GUARD_ENV}
+//   FOR how IN linked procaddr FOR c IN hostfn hostfn_ptsz FOR mode IN audit enforce
+// CASE: driver.${how}.${c}.fixed.${mode} MODE ${mode} EXPECT none ARGS ${how} ${c} fixed
+//   STDOUT "the host function saw the bytes stream order gives" ENV ${GUARD_ENV} TIMEOUT ${t}
+//   FOR how IN linked procaddr FOR c IN hostfn hostfn_ptsz FOR mode/t IN audit/60 enforce/30
+// CASE: driver.${how}.graph_hostfn.bug.${mode} MODE ${mode} EXPECT cpu-read-during-device-write
+//   EXIT 23 ARGS ${how} graph_hostfn bug STDOUT "the graph's host function ran 2 times"
+//   ENV ${GUARD_ENV} FOR how IN linked procaddr FOR mode IN audit enforce
+// CASE: driver.${how}.graph_hostfn.fixed.${mode} MODE ${mode} EXPECT none
+//   ARGS ${how} graph_hostfn fixed STDOUT "the graph's host function ran 2 times"
+//   ENV ${GUARD_ENV} TIMEOUT ${t} FOR how IN linked procaddr FOR mode/t IN audit/60 enforce/30
+// Graphs whose captured copy reads the buffer, which is then freed:
+// CASE: driver.${how}.${c}.bug.${mode} MODE ${mode} EXPECT free-during-device-access
+//   ARGS ${how} ${c} bug STDOUT "graph launched" ENV ${GUARD_ENV}
+//   FOR how IN linked procaddr FOR c IN graph graph_ptsz FOR mode IN audit enforce
+// CASE: driver.${how}.${c}.fixed.${mode} MODE ${mode} EXPECT none ARGS ${how} ${c} fixed
+//   STDOUT "graph launched" ENV ${GUARD_ENV} TIMEOUT ${t}
+//   FOR how IN linked procaddr FOR c IN graph graph_ptsz FOR mode/t IN audit/60 enforce/30
+// Capture: for enforce the conflicting work still runs at the launch, as before (a latency).
+// CASE: driver.${how}.capture.bug.audit MODE audit EXPECT device-access-conflict
+//   ARGS ${how} capture bug STDOUT "capture succeeded and the graph replayed"
+//   FOR how IN linked procaddr
+// CASE: driver.${how}.capture.bug.enforce MODE enforce EXPECT device-access-conflict
+//   ARGS ${how} capture bug STDOUT "capture succeeded and the graph replayed"
+//   ENV ${PG_WAIT_LATENCY} FOR how IN linked procaddr
+// CASE: driver.${how}.capture.fixed.${mode} MODE ${mode} EXPECT none ARGS ${how} capture fixed
+//   STDOUT "capture succeeded and the graph replayed" TIMEOUT ${t}
+//   FOR how IN linked procaddr FOR mode/t IN audit/60 enforce/30
+
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>

@@ -11,6 +11,16 @@
  *     the driver's own function, never a wrapper that would call back into it.
  * Run under the preload it checks the swaps; without it (argument "plain") it checks that every
  * answer is the driver's. Prints one line per check and exits 1 on the first failure. */
+// TEST: driver_lookup.preloaded
+//   COMMAND env LD_PRELOAD=${PG_PRELOAD} $<TARGET_FILE:e2e_driver_lookup>
+//   BARE TIMEOUT 30 ENV LD_LIBRARY_PATH=${SIMCUDA_LIB_DIR} ASAN_OPTIONS=detect_leaks=0
+//   PINGUARD_OPTIONS=mode=audit
+//   PASS_REGEX "all lookups as expected" FAIL_REGEX "FAIL"
+// TEST: driver_lookup.plain ARGS plain
+//   BARE TIMEOUT 30 ENV LD_LIBRARY_PATH=${SIMCUDA_LIB_DIR} ASAN_OPTIONS=detect_leaks=0
+//   PINGUARD_OPTIONS=mode=audit
+//   PASS_REGEX "all lookups as expected" FAIL_REGEX "FAIL"
+
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>

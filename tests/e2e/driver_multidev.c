@@ -14,6 +14,16 @@
  * "context changes: N" (pinguard switches to another device only around its own event creation,
  * and must put the program's context back).
  *   driver_multidev other|legacy|ctxsync bug|fixed */
+// CASE: driver.multidev.other.bug.${mode} MODE ${mode} EXPECT free-during-device-access
+//   ARGS other bug STDOUT "context changes: 0" STDERR "device 1" ENV SIMCUDA_DEVICES=4
+//   FOR mode IN audit enforce
+// CASE: driver.multidev.${c}.bug.${mode} MODE ${mode} EXPECT device-access-conflict
+//   ARGS ${c} bug STDOUT "context changes: 0" STDERR "device 2" ENV SIMCUDA_DEVICES=4
+//   FOR mode IN audit enforce FOR c IN legacy ctxsync
+// CASE: driver.multidev.${c}.fixed.${mode} MODE ${mode} EXPECT none ARGS ${c} fixed
+//   STDOUT "context changes: 0" ENV SIMCUDA_DEVICES=4
+//   FOR mode IN audit enforce FOR c IN other legacy ctxsync
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

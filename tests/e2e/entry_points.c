@@ -27,6 +27,68 @@
  * (free-during-device-access): cudaStreamQuery[_ptsz], cudaEventQuery.
  * The capture cases also check that cudaStreamIsCapturing[_ptsz] answers "active".
  * Usage: entry_points bug|fixed CASE */
+// Each case: the violation is reported in audit (the bytes there are whatever the race gave);
+// enforce reports it and waits, so the bytes are right; the ordered twin gives no report and the
+// same bytes. A 50 ms device latency keeps each access in flight past the program's next step,
+// on a loaded machine and under sanitizers too.
+// LIST: slow SIMCUDA_LATENCY_US=50000
+// LIST: slow_guard SIMCUDA_LATENCY_US=50000 ${GUARD_ENV}
+// The CPU reads what a copy or a kernel writes.
+// LIST: reads cudaMemcpy2DAsync.d2h cudaMemcpy2DAsync_ptsz.d2h cudaMemcpy3DAsync.d2h
+// LIST: reads cudaMemcpy3DAsync_ptsz.d2h cudaMemcpyFromSymbolAsync cudaMemcpyFromSymbolAsync_ptsz
+// LIST: reads cudaMemcpyBatchAsync_ptsz cudaLaunchKernelExC cudaLaunchKernelExC_ptsz
+// LIST: reads cudaGetKernel __cudaLaunchKernel_ptsz
+// CASE: entry.${c}.bug.audit MODE audit EXPECT cpu-read-during-device-write ARGS bug ${c}
+//   STDOUT "read byte" ENV ${slow_guard} FOR c IN ${reads}
+// CASE: entry.${c}.bug.enforce MODE enforce EXPECT cpu-read-during-device-write ARGS bug ${c}
+//   STDOUT "read byte 0x5a" ENV ${slow_guard} FOR c IN ${reads}
+// CASE: entry.${c}.fixed.${mode} MODE ${mode} EXPECT none ARGS fixed ${c}
+//   STDOUT "read byte 0x5a" ENV ${slow_guard} FOR c IN ${reads} FOR mode IN audit enforce
+// The CPU reads what a graph writes.
+// LIST: graphs cudaGraphInstantiateWithFlags cudaGraphLaunch_ptsz
+// CASE: entry.${c}.bug.audit MODE audit EXPECT cpu-read-during-device-write ARGS bug ${c}
+//   STDOUT "capturing: yes" ENV ${slow_guard} FOR c IN ${graphs}
+// CASE: entry.${c}.bug.enforce MODE enforce EXPECT cpu-read-during-device-write ARGS bug ${c}
+//   STDOUT "read byte 0x5a" ENV ${slow_guard} FOR c IN ${graphs}
+// CASE: entry.${c}.fixed.${mode} MODE ${mode} EXPECT none ARGS fixed ${c}
+//   STDOUT "read byte 0x5a" ENV ${slow_guard} FOR c IN ${graphs} FOR mode IN audit enforce
+// The CPU writes what a copy reads.
+// LIST: writes cudaMemcpy2DAsync.h2d cudaMemcpy2DAsync_ptsz.h2d cudaMemcpy3DAsync.h2d
+// LIST: writes cudaMemcpy3DAsync_ptsz.h2d cudaMemcpyToSymbolAsync cudaMemcpyToSymbolAsync_ptsz
+// CASE: entry.${c}.bug.audit MODE audit EXPECT cpu-write-during-device-access ARGS bug ${c}
+//   STDOUT "device got byte" ENV ${slow_guard} FOR c IN ${writes}
+// CASE: entry.${c}.bug.enforce MODE enforce EXPECT cpu-write-during-device-access ARGS bug ${c}
+//   STDOUT "device got byte 0x11" ENV ${slow_guard} FOR c IN ${writes}
+// CASE: entry.${c}.fixed.${mode} MODE ${mode} EXPECT none ARGS fixed ${c}
+//   STDOUT "device got byte 0x11" ENV ${slow_guard} FOR c IN ${writes} FOR mode IN audit enforce
+// Two streams, ordered (or not) by events.
+// LIST: events cudaEventRecordWithFlags cudaEventRecordWithFlags_ptsz cudaEventRecord_ptsz
+// LIST: events cudaStreamWaitEvent_ptsz
+// CASE: entry.${c}.bug.audit MODE audit EXPECT device-access-conflict ARGS bug ${c}
+//   STDOUT "device got byte" ENV ${slow} FOR c IN ${events}
+// CASE: entry.${c}.bug.enforce MODE enforce EXPECT device-access-conflict ARGS bug ${c}
+//   STDOUT "device got byte 0x11" ENV ${slow} FOR c IN ${events}
+// CASE: entry.${c}.fixed.${mode} MODE ${mode} EXPECT none ARGS fixed ${c}
+//   STDOUT "device got byte 0x11" ENV ${slow} FOR c IN ${events} FOR mode IN audit enforce
+// A host function reads what a copy writes: enforce cannot wait inside it, so it cannot prevent
+// the violation (exit status 23 in both modes).
+// LIST: hostfns cudaLaunchHostFunc_ptsz cudaStreamAddCallback_ptsz
+// CASE: entry.${c}.bug.audit MODE audit EXPECT cpu-read-during-device-write ARGS bug ${c}
+//   STDOUT "host function read byte" ENV ${slow_guard} FOR c IN ${hostfns}
+// CASE: entry.${c}.bug.enforce MODE enforce EXPECT cpu-read-during-device-write EXIT 23
+//   ARGS bug ${c} STDOUT "host function read byte" ENV ${slow_guard} FOR c IN ${hostfns}
+// CASE: entry.${c}.fixed.${mode} MODE ${mode} EXPECT none ARGS fixed ${c}
+//   STDOUT "host function read byte 0x5a" ENV ${slow_guard} FOR c IN ${hostfns}
+//   FOR mode IN audit enforce
+// A query that answers "complete" orders; the free after a "not ready" is a violation.
+// LIST: queries cudaStreamQuery cudaStreamQuery_ptsz cudaEventQuery
+// CASE: entry.${c}.bug.audit MODE audit EXPECT free-during-device-access ARGS bug ${c}
+//   STDOUT "first answer cudaErrorNotReady, not complete" ENV ${slow} FOR c IN ${queries}
+// CASE: entry.${c}.bug.enforce MODE enforce EXPECT free-during-device-access ARGS bug ${c}
+//   STDOUT "complete after" ENV ${slow} FOR c IN ${queries}
+// CASE: entry.${c}.fixed.${mode} MODE ${mode} EXPECT none ARGS fixed ${c}
+//   STDOUT "complete after" ENV ${slow} FOR c IN ${queries} FOR mode IN audit enforce
+
 #include <pthread.h>
 #include <unistd.h>
 

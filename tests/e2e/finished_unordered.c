@@ -20,6 +20,16 @@
  *                thread signals it after a sleep, which orders nothing
  * Usage: bug|fixed SHAPE [sleep_ms]. Prints "SHAPE done: byte 0xNN" (the byte the CPU saw, or
  * the device got) on success. */
+// LIST: finished_env ${GUARD_ENV} SIMCUDA_LATENCY_US=0
+// SCENARIO: finished.d2h_read cpu-read-during-device-write ARGS d2h_read ENV ${finished_env}
+// SCENARIO: finished.h2d_write cpu-write-during-device-access ARGS h2d_write ENV ${finished_env}
+// SCENARIO: finished.free_host free-during-device-access ARGS free_host ENV ${finished_env}
+// SCENARIO: finished.unregister unregister-during-device-access ARGS unregister ENV ${finished_env}
+// SCENARIO: finished.pool_reuse cpu-write-during-device-access ARGS pool_reuse ENV ${finished_env}
+// SCENARIO: finished.other_stream device-access-conflict ARGS other_stream ENV ${finished_env}
+// SCENARIO: finished.kernel_ptr cpu-read-during-device-write ARGS kernel_ptr ENV ${finished_env}
+// SCENARIO: finished.hostfn_cond cpu-read-during-device-write ARGS hostfn_cond ENV ${finished_env}
+
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>

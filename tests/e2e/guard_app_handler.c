@@ -8,6 +8,15 @@
  * Python's faulthandler sets up), so pinguard's handler runs there too: it must fit, and a guard
  * page under that stack turns an overflow into a crash instead of silent heap damage.
  * Usage: guard_app_handler bug early|late|resethand|altstack */
+// The application must find SIG_DFL where it installs its handler: APP_HANDLER_ENV turns
+// AddressSanitizer's own SIGSEGV handler off for these runs.
+// CASE: guard_app_handler.${how} MODE audit EXPECT cpu-read-during-device-write ARGS bug ${how}
+//   STDOUT "application handler caught the NULL dereference" ENV ${APP_HANDLER_ENV}
+//   FOR how IN early late altstack
+// faulthandler-like: the dump runs, then the process dies of SIGSEGV (status 139 from the shell).
+// CASE: guard_app_handler.resethand MODE audit EXPECT cpu-read-during-device-write
+//   ARGS bug resethand EXIT 139 STDOUT "faulthandler-like dump" ENV ${APP_HANDLER_ENV}
+
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>

@@ -6,6 +6,19 @@
  * write, after the buffer was first handed to write(2), which only reads it as the device does
  * (no conflict, and the buffer must stay guarded against the store).
  * Usage: bug|fixed read|write|write_after_io. */
+// SCENARIO: guard_read cpu-read-during-device-write ARGS read ENV ${GUARD_ENV}
+// SCENARIO: guard_write cpu-write-during-device-access ARGS write ENV ${GUARD_ENV}
+// A write(2) that only reads a buffer the device is reading leaves it guarded.
+// SCENARIO: guard_write_after_io cpu-write-during-device-access ARGS write_after_io ENV ${GUARD_ENV}
+// Enforce waits before the access, so the bytes are the new ones.
+// CASE: guard_read.enforce_data MODE enforce EXPECT cpu-read-during-device-write ARGS bug read
+//   STDOUT "read byte 0x5a" ENV ${GUARD_ENV} ${PG_WAIT_LATENCY}
+// CASE: guard_write.enforce_data MODE enforce EXPECT cpu-write-during-device-access
+//   ARGS bug write STDOUT "device got byte 0x11" ENV ${GUARD_ENV} ${PG_WAIT_LATENCY}
+// One memcpy over many guarded pages is one CPU access, so one violation in the exit summary.
+// CASE: guard_read.one_violation MODE audit EXPECT cpu-read-during-device-write ARGS bug read
+//   STDERR "pinguard: 1 report [(]" ENV ${GUARD_ENV}
+
 #include <fcntl.h>
 #include <unistd.h>
 

@@ -10,6 +10,23 @@
  *           the buffer: nobody's data, so no report and no wait;
  *   fixed:  reads the first byte after synchronizing: no report.
  * Usage: guard_edges first|last|header|fixed */
+// A buffer off page boundaries whose mapping is its own (a large malloc block) is guarded to its
+// edges; the block's header on the same page is nobody's data. AddressSanitizer's and
+// ThreadSanitizer's allocators are not glibc's: their large blocks are not mappings of their
+// own, so only the header and fixed cases run there (PG_E2E_EDGES_GUARDED is off); and
+// ThreadSanitizer's allocator hands out page-aligned blocks: no partial page to test at all.
+// CASE: guard_edges.${edge}.${mode} MODE ${mode} EXPECT cpu-read-during-device-write
+//   ARGS ${edge} ENV ${GUARD_ENV} FOR mode IN audit enforce FOR edge IN first last
+//   IF PG_E2E_EDGES_GUARDED
+// CASE: guard_edges.header.${mode} MODE ${mode} EXPECT none ARGS header
+//   STDOUT "usable size covers the buffer: yes" ENV ${GUARD_ENV} FOR mode IN audit enforce
+//   IF NOT PG_E2E_TSAN
+// CASE: guard_edges.fixed.${mode} MODE ${mode} EXPECT none ARGS fixed STDOUT "edge byte 0x5a"
+//   ENV ${GUARD_ENV} FOR mode IN audit enforce IF NOT PG_E2E_TSAN
+// CASE: guard_edges.${edge}.enforce_data MODE enforce EXPECT cpu-read-during-device-write
+//   ARGS ${edge} STDOUT "edge byte 0x5a" ENV ${GUARD_ENV} SIMCUDA_LATENCY_US=50000
+//   FOR edge IN first last IF PG_E2E_EDGES_GUARDED
+
 #include <malloc.h>
 #include <stdint.h>
 

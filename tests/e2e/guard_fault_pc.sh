@@ -4,6 +4,8 @@
 # fault_neighbour_before, the function whose last byte precedes it; a suppression by the
 # faulting function's name suppresses the report, one by the neighbour's name does not.
 #   guard_fault_pc.sh PROGRAM      ($PG_PRELOAD names the shim, as for run_case.sh)
+#
+# TEST: guard_fault_pc ARGS $<TARGET_FILE:e2e_guard_fault_pc>
 set -u
 prog=$1
 tmp=$(mktemp -d)

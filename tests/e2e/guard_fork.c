@@ -3,6 +3,12 @@
  * registered with cudaHostRegister (the transfer engine's shm transport), the parent forks and
  * the child reads both buffers: it must not crash or report (pinguard's atfork child handler
  * opened the pages). The parent then reads them too, which the guard catches as usual. */
+// The child reads inherited guarded buffers without faulting; the parent's read is caught. A
+// fork can take milliseconds: a long device latency keeps the copies in flight past it.
+// CASE: guard_fork.${mode} MODE ${mode} EXPECT cpu-read-during-device-write ARGS bug
+//   STDOUT "child read its inherited buffers cleanly" ENV ${GUARD_ENV} SIMCUDA_LATENCY_US=200000
+//   FOR mode IN audit enforce
+
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>

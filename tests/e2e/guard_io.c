@@ -12,6 +12,49 @@
  * Either way the program prints "CALL transferred N of N bytes: ..." only for a full transfer.
  * "reader" hands a call of the first kind a buffer the device only reads: the kernel reading it
  * too is no conflict, so there is no report. Usage: bug|fixed|reader CALL. */
+// The calls the kernel reads the buffer for; the string calls, which libc measures before the
+// kernel is reached (its strlen faults on the guard first: a CPU read); the calls that fill it.
+// LIST: sends write __write pwrite pwrite64 __pwrite64 writev pwritev pwritev64 pwritev2
+// LIST: sends pwritev64v2 send __send sendto sendmsg sendmmsg fwrite fwrite_unlocked
+// LIST: sends vmsplice.to_pipe process_vm_writev aio_write aio_write64 lio_listio.write
+// LIST: sends lio_listio64.write io_submit.pwrite io_submit.pwritev mq_send mq_timedsend msgsnd
+// LIST: strings fputs fputs_unlocked fprintf dprintf
+// LIST: fills read __read __read_chk pread __pread_chk pread64 __pread64 __pread64_chk readv
+// LIST: fills preadv preadv64 preadv2 preadv64v2 recv __recv_chk recvfrom __recvfrom_chk
+// LIST: fills recvmsg recvmmsg fread fread_unlocked __fread_chk __fread_unlocked_chk
+// LIST: fills vmsplice.from_pipe process_vm_readv aio_read aio_read64 lio_listio.read
+// LIST: fills lio_listio64.read io_submit.pread io_submit.preadv mq_receive mq_timedreceive
+// LIST: fills msgrcv getrandom getentropy
+// Enforce's bug cases show the wait: the device access must still be in flight when the call
+// runs, on a loaded machine too (GUARD_IO_ENV: 50 ms). The audit and twin cases run at the
+// default latency of 0. ThreadSanitizer takes a second to start each of these ~220 runs, and the
+// checks themselves are not instrumented: the TSAN build runs the enforce case of each call only
+// (GUARD_IO_ALL is off there).
+// CASE: guard_io.${call}.bug.enforce MODE enforce EXPECT syscall-read-during-device-write
+//   ARGS bug ${call} STDOUT "^${call} transferred .*: 0x6b$" ENV ${GUARD_IO_ENV}
+//   FOR call IN ${sends}
+// CASE: guard_io.${call}.bug.enforce MODE enforce EXPECT cpu-read-during-device-write
+//   ARGS bug ${call} STDOUT "^${call} transferred .*: 0x6b$" ENV ${GUARD_IO_ENV}
+//   FOR call IN ${strings}
+// CASE: guard_io.${call}.bug.audit MODE audit EXPECT syscall-read-during-device-write
+//   ARGS bug ${call} STDOUT "^${call} transferred" ENV ${GUARD_ENV}
+//   FOR call IN ${sends} IF GUARD_IO_ALL
+// CASE: guard_io.${call}.bug.audit MODE audit EXPECT cpu-read-during-device-write
+//   ARGS bug ${call} STDOUT "^${call} transferred" ENV ${GUARD_ENV}
+//   FOR call IN ${strings} IF GUARD_IO_ALL
+// CASE: guard_io.${call}.${twin} MODE audit EXPECT none ARGS ${twin} ${call}
+//   STDOUT "^${call} transferred .*: 0x6b$" ENV ${GUARD_ENV}
+//   FOR call IN ${sends} ${strings} FOR twin IN fixed reader IF GUARD_IO_ALL
+// CASE: guard_io.${call}.bug.enforce MODE enforce EXPECT syscall-write-during-device-access
+//   ARGS bug ${call} STDOUT "^${call} transferred .*: (0x3c|random), device read 0x11$"
+//   ENV ${GUARD_IO_ENV} FOR call IN ${fills}
+// CASE: guard_io.${call}.bug.audit MODE audit EXPECT syscall-write-during-device-access
+//   ARGS bug ${call} STDOUT "^${call} transferred" ENV ${GUARD_ENV}
+//   FOR call IN ${fills} IF GUARD_IO_ALL
+// CASE: guard_io.${call}.fixed MODE audit EXPECT none ARGS fixed ${call}
+//   STDOUT "^${call} transferred .*: (0x3c|random), device read 0x11$" ENV ${GUARD_ENV}
+//   FOR call IN ${fills} IF GUARD_IO_ALL
+
 #include <stdbool.h>
 #include <aio.h>
 #include <errno.h>

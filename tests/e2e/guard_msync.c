@@ -3,6 +3,13 @@
  * syscall-read-during-device-write; enforce waits first, so the file holds the device's bytes.
  * The fixed twin synchronizes the copy first. Prints "file holds the device's bytes" when every
  * byte of the file is the device's. Usage: bug|fixed. */
+// CASE: guard_msync.bug.${mode} MODE ${mode} EXPECT syscall-read-during-device-write ARGS bug
+//   ENV SIMCUDA_LATENCY_US=20000 FOR mode IN audit enforce
+// CASE: guard_msync.fixed.${mode} MODE ${mode} EXPECT none ARGS fixed
+//   STDOUT "file holds the device's bytes" FOR mode IN audit enforce
+// CASE: guard_msync.enforce_data MODE enforce EXPECT syscall-read-during-device-write ARGS bug
+//   STDOUT "file holds the device's bytes" ENV SIMCUDA_LATENCY_US=20000
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>

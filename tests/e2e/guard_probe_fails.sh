@@ -3,6 +3,8 @@
 # with exactly one warning, and nothing else changes: the CPU read of an in-flight buffer is
 # then not caught, and the program completes normally.
 #   guard_probe_fails.sh MPROTECT_REFUSES_SO GUARD_CPU_ACCESS_PROGRAM
+#
+# TEST: guard_probe_fails ARGS $<TARGET_FILE:e2e_mprotect_refuses> $<TARGET_FILE:e2e_guard_cpu_access>
 set -u
 out=$(LD_PRELOAD="$PG_PRELOAD:$1" PINGUARD_OPTIONS=mode=audit:guard=1:guard_min_bytes=4096 \
       "$2" bug read 2>&1)

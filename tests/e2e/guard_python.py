@@ -1,6 +1,14 @@
 """Intent: an interpreter process is covered. Python reads a pinned buffer through memoryview
 while a device->host copy into it is in flight; the guard catches the read (audit reports
 cpu-read-during-device-write; enforce waits, so Python sees the copied bytes)."""
+# Enforce waits, so Python reads the copied bytes.
+# TEST: guard_python.${mode}
+#   COMMAND ${RUN_CASE} --mode ${mode} --expect cpu-read-during-device-write --stdout ${want}
+#   -- ${PG_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/guard_python.py
+#   $<TARGET_FILE:e2e_py_copy_helper>
+#   ENV ${GUARD_ENV} FOR mode/want IN "audit/python read byte" "enforce/python read byte 0x4d"
+#   IF PG_PYTHON3
+
 import ctypes
 import sys
 

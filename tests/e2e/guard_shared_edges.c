@@ -15,6 +15,24 @@
  *              from a pipe: no report, every byte as written, the read complete;
  *   fixed:     reads the first byte after synchronizing: no report.
  * Usage: guard_shared_edges first|last|neighbour|fixed */
+// LIST: shared_env PG_EXTRA_OPTIONS=guard=1:guard_shared_edges=1
+// CASE: guard_shared_edges.${edge}.${mode} MODE ${mode} EXPECT cpu-read-during-device-write
+//   ARGS ${edge} ENV ${shared_env} FOR mode IN audit enforce FOR edge IN first last
+// (neighbour prints "other data intact: yes; read filled it: yes; copy in flight: yes": the
+// regex CMake registered for it was always cut at the first ';', and only that part is checked.)
+// CASE: guard_shared_edges.neighbour.${mode} MODE ${mode} EXPECT none IN_FLIGHT ARGS neighbour
+//   STDOUT "other data intact: yes"
+//   ENV PG_EXTRA_OPTIONS=guard=1:guard_shared_edges=1 SIMCUDA_LATENCY_US=2000000
+//   FOR mode IN audit enforce
+// CASE: guard_shared_edges.fixed.${mode} MODE ${mode} EXPECT none ARGS fixed
+//   STDOUT "edge byte 0x5a" ENV ${shared_env} FOR mode IN audit enforce
+// Off by default: the shared edge pages are not guarded, and the read goes unseen.
+// CASE: guard_shared_edges.off.${mode} MODE ${mode} EXPECT none ARGS first
+//   ENV PG_EXTRA_OPTIONS=guard=1 FOR mode IN audit enforce
+// CASE: guard_shared_edges.${edge}.enforce_data MODE enforce EXPECT cpu-read-during-device-write
+//   ARGS ${edge} STDOUT "edge byte 0x5a" ENV ${shared_env} SIMCUDA_LATENCY_US=50000
+//   FOR edge IN first last
+
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>

@@ -8,6 +8,13 @@
  * synchronizes first. A real stack overflow on such a thread still dies by SIGSEGV: "overflow"
  * recurses without bound and expects the default action (exit status 139 from the shell).
  * Usage: guard_small_stack bug|fixed|overflow */
+// SCENARIO: guard_small_stack cpu-read-during-device-write ENV ${GUARD_ENV}
+// CASE: guard_small_stack.enforce_data MODE enforce EXPECT cpu-read-during-device-write ARGS bug
+//   STDOUT "worker read byte 0x5a" ENV ${GUARD_ENV} ${PG_WAIT_LATENCY}
+// A real overflow on such a thread still dies of SIGSEGV.
+// CASE: guard_small_stack.overflow MODE audit EXPECT none ARGS overflow EXIT 139
+//   STDOUT "recursing" ENV ${APP_HANDLER_ENV}
+
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>

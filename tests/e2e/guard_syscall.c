@@ -2,6 +2,14 @@
  * and send(2) on a socket of the destination of an in-flight device->host copy are reported as
  * syscall-read-during-device-write, and neither fails with EFAULT although the pages are guarded.
  * Enforce waits, so the bytes sent are the copied ones. Usage: bug|fixed write|send. */
+// SCENARIO: guard_syscall_write syscall-read-during-device-write ARGS write ENV ${GUARD_ENV}
+// SCENARIO: guard_send syscall-read-during-device-write ARGS send ENV ${GUARD_ENV}
+// Enforce waits before the call, so the bytes sent are the copied ones.
+// CASE: guard_send.enforce_data MODE enforce EXPECT syscall-read-during-device-write
+//   ARGS bug send STDOUT "first byte 0x6b" ENV ${GUARD_ENV} ${PG_WAIT_LATENCY}
+// The system-call checks work without guard pages too.
+// CASE: syscall_no_guard MODE audit EXPECT syscall-read-during-device-write ARGS bug send
+
 #include <errno.h>
 #include <sys/socket.h>
 #include <unistd.h>

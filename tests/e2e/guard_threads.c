@@ -7,6 +7,15 @@
  * stream, so faults, new accesses and retirements meet on the same pages. Every fault is handled,
  * nobody hangs or crashes; under enforce, "own" workers always read the copied bytes.
  * Usage: guard_threads bug [own|samepage] */
+// CASE: guard_threads.audit MODE audit EXPECT cpu-read-during-device-write ARGS bug own
+//   STDOUT "4 threads done" ENV ${GUARD_ENV}
+// CASE: guard_threads.enforce MODE enforce EXPECT cpu-read-during-device-write ARGS bug own
+//   STDOUT "every read saw the copied bytes" ENV ${GUARD_ENV} ${PG_WAIT_LATENCY}
+// (The program prints "4 threads done; same pages shared": the regex CMake registered for this
+// case was always cut at the ';', and only its first part is checked.)
+// CASE: guard_threads.samepage.${mode} MODE ${mode} EXPECT cpu-write-during-device-access
+//   ARGS bug samepage STDOUT "4 threads done" ENV ${GUARD_ENV} FOR mode IN audit enforce
+
 #include <pthread.h>
 
 #include "e2e.h"

@@ -20,6 +20,19 @@
  *           inside a host function (CUDA forbids it and it could deadlock), so it reports.
  * Each runs several rounds, so the host function also meets pages already protected again.
  * Usage: hostfn_order before|after|callback|event|legacy|after_event|other */
+// Host functions before and after a copy touch its pages with no report, and enforce never
+// waits inside a host function (the copy waits behind it).
+// CASE: hostfn_order.${how}.${mode} MODE ${mode} EXPECT none ARGS ${how}
+//   STDOUT "every host function saw the bytes stream order gives" ENV ${GUARD_ENV}
+//   FOR mode IN audit enforce FOR how IN after after_event
+// CASE: hostfn_order.${how}.${mode} MODE ${mode} EXPECT none ARGS ${how}
+//   STDOUT "every host function saw the bytes stream order gives" ENV ${GUARD_ENV}
+//   TIMEOUT ${timeout} FOR mode/timeout IN audit/60 enforce/30
+//   FOR how IN before callback event legacy
+// enforce cannot wait inside a host function, so the violation happened: exitcode in both modes.
+// CASE: hostfn_order.other.${mode} MODE ${mode} EXPECT cpu-read-during-device-write EXIT 23
+//   ARGS other STDOUT "host functions done" ENV ${GUARD_ENV} FOR mode IN audit enforce
+
 #include <unistd.h>
 
 #include "e2e.h"

@@ -3,6 +3,9 @@
  * as free-during-device-access. The fixed twin synchronizes first. "nvcc" launches the way
  * nvcc 13 compiles kernel<<<...>>>: a cudaKernel_t from __cudaGetKernel, then
  * __cudaLaunchKernel. Usage: kernel_struct bug|fixed [api|nvcc] */
+// SCENARIO: kernel_struct free-during-device-access
+// SCENARIO: kernel_nvcc_launch free-during-device-access ARGS nvcc
+
 #include "e2e.h"
 #include "simcuda_ptsz.h"
 

@@ -8,6 +8,66 @@
 # --corrupt 0: every run ends with "0 of M blocks corrupted" (enforce must prevent the bug).
 # --exit N: every run's exit status. Default: 23 (pinguard's exitcode) for audit with a report;
 #   0 otherwise: enforce prevented the violation, so the engine's own status (0) stands.
+#
+# The transfer engine's cases (registered where the engine is built). With the allocator's
+# pinguard_release annotation: enforce prevents the early release, audit names it. The fixed
+# engine gives no report anywhere in the matrix.
+# KVXFER: release_annotation.${xfer}.enforce RUNS 3 MODE enforce
+#   EXPECT release-during-device-access CORRUPT 0
+#   ARGS --bug=retrieve-early-release --xfer=${xfer} FOR xfer IN kernel memcpy batch
+# KVXFER: release_annotation.${xfer}.audit RUNS 1 MODE audit EXPECT release-during-device-access
+#   ARGS --bug=retrieve-early-release --xfer=${xfer} FOR xfer IN kernel memcpy batch
+# KVXFER: fixed.${transport}.${xfer} RUNS 1 MODE audit EXPECT none
+#   ARGS --transport=${transport} --xfer=${xfer}
+#   FOR xfer IN kernel memcpy batch FOR transport IN serialize shm
+# KVXFER: fixed_guard.${transport}.${xfer} RUNS 1 MODE audit EXPECT none GUARD
+#   ARGS --transport=${transport} --xfer=${xfer}
+#   FOR xfer IN kernel memcpy batch FOR transport IN serialize shm
+# No annotation, no engine change: guard pages catch both incident bugs, 10 runs out of 10. The
+# sanitizer builds check the kernel mode only (PG_E2E_KVXFER_GUARD_XFERS): under
+# ThreadSanitizer, enqueueing a thousand small guarded copies takes longer than any device
+# latency that keeps the suite's time reasonable, so the race never happens in the memcpy and
+# batch modes there; under ASAN and UBSAN those cells cost 9 s each and run the same shim paths
+# as the cases above. The normal build runs every cell.
+# KVXFER: guard_store.${xfer}.audit RUNS 10 MODE audit GUARD
+#   EXPECT cpu-read-during-device-write NAMES kv_commit_serialize
+#   ARGS --bug=store-no-sync --transport=serialize --xfer=${xfer}
+#   FOR xfer IN ${PG_E2E_KVXFER_GUARD_XFERS}
+# KVXFER: guard_store.${xfer}.enforce RUNS 10 MODE enforce GUARD
+#   EXPECT cpu-read-during-device-write CORRUPT 0
+#   ARGS --bug=store-no-sync --transport=serialize --xfer=${xfer}
+#   FOR xfer IN ${PG_E2E_KVXFER_GUARD_XFERS}
+# KVXFER: guard_retrieve.${transport}.${xfer}.audit RUNS 10 MODE audit GUARD
+#   EXPECT cpu-write-during-device-access NAMES kv_pin_chunk
+#   ARGS --bug=retrieve-early-release --no-release-annotation
+#   --transport=${transport} --xfer=${xfer}
+#   FOR xfer IN ${PG_E2E_KVXFER_GUARD_XFERS} FOR transport IN serialize shm
+# KVXFER: guard_retrieve.${transport}.${xfer}.enforce RUNS 10 MODE enforce GUARD
+#   EXPECT cpu-write-during-device-access CORRUPT 0
+#   ARGS --bug=retrieve-early-release --no-release-annotation
+#   --transport=${transport} --xfer=${xfer}
+#   FOR xfer IN ${PG_E2E_KVXFER_GUARD_XFERS} FOR transport IN serialize shm
+# Two engines on two devices, one thread each, sharing the pinned allocator (kvxfer
+# --devices 2): the fixed engine is silent, guard pages catch both bugs on both devices, and
+# enforce leaves nothing corrupted (a block one device's scatter still reads may be the other
+# device's next pin: the conflict is between devices).
+# KVXFER: devices2.fixed_guard RUNS 1 MODE audit EXPECT none GUARD
+#   ARGS --devices=2 --xfer=kernel ENV SIMCUDA_DEVICES=2
+# KVXFER: devices2.guard_store.audit RUNS 2 MODE audit GUARD
+#   EXPECT cpu-read-during-device-write NAMES kv_commit_serialize
+#   ARGS --devices=2 --bug=store-no-sync --xfer=kernel ENV SIMCUDA_DEVICES=2
+# KVXFER: devices2.guard_store.enforce RUNS 2 MODE enforce GUARD
+#   EXPECT cpu-read-during-device-write CORRUPT 0
+#   ARGS --devices=2 --bug=store-no-sync --xfer=kernel ENV SIMCUDA_DEVICES=2
+# The early release goes on to a race between devices: the other device's next kernel on the
+# block is ordered after nothing the first one did (device-access-conflict, allowed).
+# KVXFER: devices2.guard_retrieve.enforce RUNS 2 MODE enforce GUARD
+#   EXPECT cpu-write-during-device-access,device-access-conflict CORRUPT 0
+#   ARGS --devices=2 --bug=retrieve-early-release --no-release-annotation --xfer=kernel
+#   ENV SIMCUDA_DEVICES=2
+# KVXFER: devices2.release_annotation.enforce RUNS 2 MODE enforce
+#   EXPECT release-during-device-access,device-access-conflict CORRUPT 0
+#   ARGS --devices=2 --bug=retrieve-early-release ENV SIMCUDA_DEVICES=2
 set -u
 runs=1 mode=audit expect=none names="" corrupt=any want_exit=""
 while [ $# -gt 0 ]; do

@@ -10,6 +10,8 @@
 #     accesses_retired = the same (every device synchronized before exit), accesses_untracked 0,
 #     and no warning that a stream could not be tracked.
 # Usage: many_streams.sh PROGRAM [STREAMS] ($PG_PRELOAD: the shim, after any sanitizer runtime)
+#
+# TEST: many_streams ARGS $<TARGET_FILE:e2e_many_streams> TIMEOUT 120
 set -u
 prog=$1
 n=${2:-1200}

@@ -10,6 +10,8 @@
 #   bugs, enforce (text): the same six reports, "(device N)" in each, 0 bytes corrupted, the
 #     current device intact after every wait (fault handler included), exit status 0.
 # Usage: multidev.sh PROGRAM ($PG_PRELOAD: the shim, after any sanitizer runtime)
+#
+# TEST: multidev ARGS $<TARGET_FILE:e2e_multidev> TIMEOUT 120
 set -u
 prog=$1
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Intent: preloading pinguard into processes that never touch CUDA changes nothing: same exit
 # codes, same output, nothing on stderr. $PG_PRELOAD names the shim (and any sanitizer runtime).
+#
+# TEST: noop_processes
 set -u
 fails=0
 check() { # expected-status expected-stdout command...

@@ -4,6 +4,9 @@
  * report is false: state from an earlier region or access at a reused address must not outlive
  * its free. "alloc" uses cudaHostAlloc/cudaFreeHost, "register" mmap + cudaHostRegister.
  * Usage: pin_churn_threads alloc|register [rounds] */
+// CASE: pin_churn_threads.${how}.${mode} MODE ${mode} EXPECT none ARGS ${how}
+//   STDOUT " 0 bad bytes" ENV ${GUARD_ENV} FOR how IN alloc register FOR mode IN audit enforce
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/mman.h>

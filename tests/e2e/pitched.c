@@ -20,6 +20,37 @@
  *   slice      a device->host 3D copy of 2 rows of each 4-row slice: the CPU reads a byte of row
  *              3 of slice 0 (beyond extent.height, inside the slice): no report
  * Usage: pitched CASE */
+// LIST: slow SIMCUDA_LATENCY_US=500000
+// enforce: the copy still runs after the CPU's read (slow).
+// CASE: pitched.${c}.${mode} MODE ${mode} EXPECT none ARGS ${c} ENV ${GUARD_ENV} ${slow}
+//   FOR mode IN audit enforce FOR c IN gap gap_page slice
+// CASE: pitched.io_gap.${mode} MODE ${mode} EXPECT none ARGS io_gap ENV ${GUARD_ENV}
+//   FOR mode IN audit enforce
+// CASE: pitched.io_row.${mode} MODE ${mode} EXPECT syscall-read-during-device-write
+//   ARGS io_row ENV ${GUARD_ENV} FOR mode IN audit enforce
+// CASE: pitched.row.${mode} MODE ${mode} EXPECT cpu-read-during-device-write ARGS row
+//   ENV ${GUARD_ENV} FOR mode IN audit enforce
+// CASE: pitched.interleave.${mode} MODE ${mode} EXPECT none ARGS interleave
+//   FOR mode IN audit enforce
+// CASE: pitched.overlap.${mode} MODE ${mode} EXPECT device-access-conflict ARGS overlap
+//   FOR mode IN audit enforce
+// Enforce lets a gap byte through without waiting for the copy; a row byte waits for it. (A gap
+// byte of a page the rows share is stepped without a wait with guard_shared_edges, below;
+// without it the copy stops guarding, and enforce waits for it first, without a report.)
+// CASE: pitched.${c}.enforce_no_wait MODE enforce EXPECT none ARGS ${c}
+//   STDOUT "in flight after the read: yes" ENV ${GUARD_ENV} ${slow} FOR c IN gap slice
+// CASE: pitched.row.enforce_data MODE enforce EXPECT cpu-read-during-device-write ARGS row
+//   STDOUT "read byte 0x5a" ENV ${GUARD_ENV} ${PG_WAIT_LATENCY}
+// With single steps (guard_shared_edges), a gap byte on a page the rows keep guarded is
+// stepped: the page stays guarded for the rows.
+// LIST: steps PG_EXTRA_OPTIONS=guard=1:guard_min_bytes=4096:guard_shared_edges=1
+// CASE: pitched.gap_page.stepped.${mode} MODE ${mode} EXPECT none ARGS gap_page
+//   ENV ${steps} ${slow} FOR mode IN audit enforce
+// CASE: pitched.gap_then_row.stepped.${mode} MODE ${mode} EXPECT cpu-read-during-device-write
+//   ARGS gap_then_row ENV ${steps} FOR mode IN audit enforce
+// CASE: pitched.gap_page.stepped.enforce_no_wait MODE enforce EXPECT none ARGS gap_page
+//   STDOUT "in flight after the read: yes" ENV ${steps} ${slow}
+
 #include <fcntl.h>
 #include <unistd.h>
 

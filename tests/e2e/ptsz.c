@@ -1,6 +1,8 @@
 /* Intent: code built with --default-stream per-thread calls only the _ptsz entry points; they
  * are tracked too. A device->host copy on the per-thread default stream followed by cudaFreeHost
  * is reported; the fixed twin synchronizes stream 0 (the per-thread stream here) first. */
+// SCENARIO: ptsz free-during-device-access
+
 #define CUDA_API_PER_THREAD_DEFAULT_STREAM 1
 #include "e2e.h"
 

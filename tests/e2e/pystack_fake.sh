@@ -2,6 +2,9 @@
 # pystack_fake.sh PROGRAM unknown|garbage|torn: runs pystack_fake.c's build under pinguard (audit,
 # guard pages on) and checks its reports: both violations reported with the program's own
 # native frames, no Python frame, and for an unknown version exactly one notice.
+#
+# TEST: pystack.fake_${variant} ARGS $<TARGET_FILE:e2e_pystack_fake_${variant}> ${variant}
+#   PASS_REGEX "^ok " FOR variant IN unknown garbage torn
 prog=$1 what=$2
 err=$(mktemp)
 trap 'rm -f "$err"' EXIT

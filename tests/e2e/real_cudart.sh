@@ -5,6 +5,20 @@
 # LIBDIR goes on LD_LIBRARY_PATH (where the shared runtime, or a driver, is found). With `static`
 # the program carries the toolkit's libcudart_static.a: pinguard then says so in one warning on
 # stderr, which is the only difference allowed.
+#
+# The program linked against the toolkit's own libcudart, without an rpath: LD_LIBRARY_PATH
+# decides.
+# TEST: real_cudart_no_gpu ARGS $<TARGET_FILE:e2e_real_cudart> ${CUDAToolkit_LIBRARY_DIR}
+# The same program built with nvcc's defaults, which link the toolkit's libcudart_static.a
+# (PG_E2E_REAL_STATIC): its runtime reaches the driver only through dlopen, dlsym and
+# cuGetProcAddress, which pinguard overrides. With no driver at all, and with simcuda's driver
+# (which the real runtime refuses), the error codes and the status must be those of a run
+# without pinguard. A sanitized simcuda driver loads only where the sanitizer's runtime is
+# preloaded, which the run without pinguard has not: that variant needs an unsanitized build.
+# TEST: real_static_cudart.no_driver ARGS ${PG_E2E_REAL_STATIC} /nonexistent static
+#   IF PG_E2E_NVCC
+# TEST: real_static_cudart.simcuda_driver ARGS ${PG_E2E_REAL_STATIC} ${SIMCUDA_LIB_DIR} static
+#   IF PG_E2E_NVCC AND NOT PG_SANITIZE
 set -u
 prog=$1 libdir=$2 static=${3:-}
 tmp=$(mktemp -d)

@@ -8,6 +8,16 @@
  *     cudaHostRegisterReadOnly the kernel can only read it, so both only read: no conflict. A
  *     normal registration leaves the kernel's direction unknown, which counts as a write.
  * Usage: register_flags bug|fixed iomem|normal|readonly|readwrite ("fixed" synchronizes first). */
+// I/O memory is never guarded (its protection stays rw- while a copy into it is in flight; a
+// normal registration's is ---); a read-only registration makes a kernel's raw pointer a read,
+// which a concurrent host->device copy does not conflict with.
+// CASE: register_flags.iomem.${mode} MODE ${mode} EXPECT none ARGS bug iomem
+//   STDOUT "protection rw-" ENV ${GUARD_ENV} FOR mode IN audit enforce
+// CASE: register_flags.normal.${mode} MODE ${mode} EXPECT none ARGS bug normal
+//   STDOUT "protection ---" ENV ${GUARD_ENV} FOR mode IN audit enforce
+// SCENARIO: register_flags.readonly none ARGS readonly
+// SCENARIO: register_flags.readwrite device-access-conflict ARGS readwrite
+
 #include <stdint.h>
 #include <unistd.h>
 

@@ -5,6 +5,14 @@
  * in all. The counting library (libe2e_count_maps_opens.so) and libbench_stubpin.so (which
  * acknowledges the registrations without simcuda, whose own bookkeeping reads the maps) are
  * preloaded after libpinguard.so. Usage: register_many N. */
+// Counted, not timed; the preload list adds the counting library and bench/'s stub runtime.
+// TEST: register_many TIMEOUT 120
+//   COMMAND ${RUN_CASE} --mode audit --expect none
+//   --stdout "registered 2000 regions; /proc/self/maps opened [0-2] times"
+//   -- $<TARGET_FILE:e2e_register_many> 2000
+//   ENV PG_EXTRA_OPTIONS=guard=1
+//   PG_PRELOAD=${PG_PRELOAD}:$<TARGET_FILE:bench_stubpin>:$<TARGET_FILE:e2e_count_maps_opens>
+
 #include <dlfcn.h>
 #include <sys/mman.h>
 

@@ -4,6 +4,17 @@
  * test fakes one with kernel_release=5.15.0) only the shared buffer is guarded, so only its read
  * is reported, and a warning names the private memory; elsewhere both reads are reported.
  * Usage: safe_cow_decision */
+// With a faked affected kernel, registered private memory is not guarded (one warning),
+// MAP_SHARED memory is; on this kernel both are.
+// SAFE: cow_decision.affected
+//   OPTIONS mode=audit:guard=1:exitcode=0:kernel_release=5.15.0-91-generic
+//   CHECK --stdout "after the sync 0x5a 0x5a" --count "ERROR: cpu-read-during-device-write" 1
+//   --stderr "in read_shared" --no-stderr "in read_private"
+//   --stderr "Linux 5.15.0-91-generic: cudaHostRegister'ed private memory"
+// SAFE: cow_decision.fixed_kernel OPTIONS mode=audit:guard=1:exitcode=0:kernel_release=6.8.0
+//   CHECK --stdout "after the sync 0x5a 0x5a" --count "ERROR: cpu-read-during-device-write" 2
+//   --no-stderr "private memory"
+
 #include <sys/mman.h>
 
 #include "e2e.h"

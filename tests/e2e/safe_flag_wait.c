@@ -4,6 +4,13 @@
  * the kernel while the kernel waits for the store. With max_wait_ms the wait ends, the store goes
  * ahead (reported as wait-timeout), and the kernel finishes.
  * Usage: safe_flag_wait */
+// Enforce waits max_wait_ms (here 300), reports wait-timeout (a violation it could not prevent:
+// exit status 23) and lets the store go; the kernel then finishes. Audit reports the store.
+// CASE: safe.flag_wait.enforce MODE enforce EXPECT wait-timeout EXIT 23 STDOUT "^kernel finished"
+//   STDERR "waited 3[0-9][0-9]" ENV PG_EXTRA_OPTIONS=guard=1:max_wait_ms=300
+// CASE: safe.flag_wait.audit MODE audit EXPECT cpu-write-during-device-access
+//   STDOUT "^kernel finished" ENV PG_EXTRA_OPTIONS=guard=1
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>

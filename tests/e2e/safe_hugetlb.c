@@ -4,6 +4,12 @@
  * gets the same, and its read must still be caught (a failed probe on the huge pages must not
  * turn guarding off for all registered private memory).
  * Exits 77 (skipped) when no huge page can be mapped. Usage: safe_hugetlb */
+// Skipped where no huge page can be mapped (as root: vm.nr_hugepages).
+// SAFE: hugetlb OPTIONS mode=audit:guard=1:exitcode=0 SKIP_RETURN_CODE 77
+//   CHECK --stdout "after the syncs 0x5a 0x5a" --stderr "hugetlb memory is not guarded"
+//   --no-stderr "mprotect fails|Invalid argument|in read_huge"
+//   --count "ERROR: cpu-read-during-device-write" 1
+
 #include <errno.h>
 #include <sys/mman.h>
 

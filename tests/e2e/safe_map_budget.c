@@ -6,6 +6,20 @@
  * whole process gained (a sanitizer's allocator adds its own there) and those inside the buffer
  * (only guards split it).
  * Usage: safe_map_budget */
+// With guard_map_budget=40, a burst of 200 guarded sub-range copies adds at most 40 mappings
+// (guard_map_budget counts from when guards started; up to 4 more are the stream's worker
+// thread, started by the first copy), 180 guards or more are skipped and counted, one warning
+// says so, and the program's own mmap calls succeed. Inside the buffer only guards split
+// mappings, so that count is held to the budget in every build; the process-wide count is
+// PG_E2E_MAP_BUDGET_BURST (a sanitizer's allocator maps memory of its own while the burst runs).
+// SAFE: map_budget
+//   OPTIONS mode=audit:guard=1:guard_min_bytes=4096:guard_map_budget=40:print_stats=1
+//   ENV SIMCUDA_LATENCY_US=200000
+//   CHECK --stdout "mappings added by the burst: ${PG_E2E_MAP_BUDGET_BURST}$"
+//   --stdout "mappings added inside the buffer: ([1-9]|[1-3][0-9]|40)$"
+//   --stdout "own mmaps: 100 of 100"
+//   --stderr "guard_skipped_maps: 1[89][0-9] " --count "reached the mapping budget" 1
+
 #include <stdint.h>
 #include <sys/mman.h>
 

@@ -4,6 +4,9 @@
  * run under the preload. The thread uses STACK_USE bytes of its stack, which fits beside the C
  * library's own TLS and thread descriptor but not beside kilobytes more.
  * Usage: safe_min_stack [bytes to use] */
+// SAFE: min_stack.bare CHECK --no-preload --stdout "^thread used"
+// SAFE: min_stack.preload CHECK --stdout "^thread used"
+
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>

@@ -6,6 +6,11 @@
  * Usage: safe_no_driver [local-driver-path]: with a path, that library is dlopen()ed RTLD_LOCAL
  * first (it stays out of the global scope, so RTLD_DEFAULT still finds no cu* function). A
  * bare run (no preload) must pass too. */
+// SAFE: no_driver CHECK --stdout "^no driver seen" --count "pinguard: WARNING" 1
+// Again with simcuda's driver loaded RTLD_LOCAL.
+// SAFE: no_driver.local CHECK --stdout "^no driver seen" ARGS $<TARGET_FILE:simcuda_driver>
+// SAFE: no_driver.bare CHECK --no-preload --stdout "^no driver seen"
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>

@@ -7,6 +7,19 @@
  * system-call check. Either way, after the guard round trips and a CPU store, a later copy lands
  * in the page the CPU reads (no copy-on-write split between CPU and device).
  * Usage: safe_private_dma */
+// On a fixed kernel the CPU read is reported by its guard fault; on an affected one the memory
+// is not guarded, and a write(2) of it during a copy is still reported by the system-call check.
+// SAFE: private_dma.fixed_kernel OPTIONS mode=audit:guard=1:exitcode=0:kernel_release=6.8.0
+//   CHECK --stdout "mapping private anonymous, data arrived in the user's pages"
+//   --count "ERROR: cpu-read-during-device-write" 1
+//   --stderr "syscall-read-during-device-write" --no-stderr "private memory"
+// SAFE: private_dma.affected
+//   OPTIONS mode=audit:guard=1:exitcode=0:kernel_release=5.15.0-91-generic
+//   CHECK --stdout "mapping private anonymous, data arrived in the user's pages"
+//   --count "cudaHostRegister'ed private memory" 1
+//   --stderr "syscall-read-during-device-write"
+//   --no-stderr "cpu-read-during-device-write"
+
 #include <fcntl.h>
 #include <stdint.h>
 #include <sys/mman.h>

@@ -7,6 +7,10 @@
  * after the copy completed, shows in the parent; the copy and a later one land in the pages the
  * parent reads.
  * Usage: safe_private_fork */
+// SAFE: private_fork.${mode} OPTIONS mode=${mode}:guard=1:exitcode=0:kernel_release=6.8.0
+//   CHECK --stdout "read and wrote their own copies, parent.s pages its own, later copy landed"
+//   --no-stderr "ERROR" FOR mode IN audit enforce
+
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>

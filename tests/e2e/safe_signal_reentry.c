@@ -7,6 +7,14 @@
  * guard fault lands in one granule, so a signal that arrives while the worker holds that
  * granule's lock faults on a page whose lock the worker itself holds.
  * An alarm turns a hang into a failure. Usage: safe_signal_reentry [iterations] */
+// Not under ThreadSanitizer, which holds a program's asynchronous signals back and runs their
+// handlers itself on leaving an intercepted call (here pinguard's pthread_mutex_unlock of a guard
+// stripe): the guard fault that handler takes never reaches pinguard's SIGSEGV handler, and the
+// process dies of it (seen under gdb in CI's TSAN build; the normal and ASAN+UBSAN builds pass).
+// SAFE: signal_reentry.${mode} OPTIONS mode=${mode}:guard=1:guard_min_bytes=4096:exitcode=0
+//   ENV SIMCUDA_LATENCY_US=200 CHECK --stdout "^done" ARGS 3000 FOR mode IN audit enforce
+//   IF NOT PG_E2E_TSAN
+
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>

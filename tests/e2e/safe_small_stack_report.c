@@ -4,6 +4,11 @@
  * in-flight device->host copy from a few frames deep (audit reports cpu-read-during-device-write
  * from the fault handler; enforce waits there).
  * Usage: safe_small_stack_report [stack bytes [depth in KiB]] */
+// SAFE: small_stack_report.${mode}
+//   OPTIONS mode=${mode}:guard=1:guard_min_bytes=4096:exitcode=0:dedup=0
+//   CHECK --stdout "^worker done" --stderr cpu-read-during-device-write ARGS 32768 18
+//   FOR mode IN audit enforce
+
 #include <pthread.h>
 #include <sys/mman.h>
 

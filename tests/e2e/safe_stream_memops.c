@@ -9,6 +9,15 @@
  *            counter's page is never guarded, and the data's guard belongs to a kernel that has
  *            completed when the counter moves.
  * Usage: safe_stream_memops wait|counter */
+// "wait": the CPU's store that releases a cuStreamWaitValue32 goes through, in both modes, with
+// no report; "counter": a DeepEP-shaped loop, no false positive.
+// CASE: safe.stream_memops.wait.${mode} MODE ${mode} EXPECT none
+//   STDOUT "^copy ran after the flag" ARGS wait
+//   ENV PG_EXTRA_OPTIONS=guard=1 SIMCUDA_WAIT_VALUE_MAX_S=20 FOR mode IN audit enforce
+// CASE: safe.stream_memops.counter.${mode} MODE ${mode} EXPECT none
+//   STDOUT "^counter loop done" ARGS counter ENV PG_EXTRA_OPTIONS=guard=1
+//   FOR mode IN audit enforce
+
 #include <cuda.h>
 #include <stdint.h>
 #include <unistd.h>

@@ -5,6 +5,10 @@
 # object dlopen()ed later; the program's output and exit status are unchanged. mode=off and a
 # program on the shared runtime (simcuda) get no such warning.
 #   static_cudart.sh STATIC_PROGRAM LOADER EXTENSION SHARED_RUNTIME_PROGRAM
+#
+# TEST: static_cudart ARGS $<TARGET_FILE:e2e_static_cudart> $<TARGET_FILE:e2e_dlopen_ext>
+#   $<TARGET_FILE:e2e_static_cudart_ext> $<TARGET_FILE:e2e_free_during_copy>
+#   IF TARGET CUDA::cudart_static
 set -u
 static=$1 loader=$2 ext=$3 dynamic=$4
 tmp=$(mktemp -d)

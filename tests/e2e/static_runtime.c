@@ -14,6 +14,32 @@
  *           stream, which orders blocking streams);
  *   kernel  cudaFreeHost while a kernel holding a raw pointer to the buffer is in flight.
  * Prints "done" and the byte read back (enforce must read the copied bytes). */
+// The static runtime dlopens libcuda.so.1, which only LD_LIBRARY_PATH finds.
+// LIST: static_env LD_LIBRARY_PATH=${SIMCUDA_LIB_DIR}
+// LIST: cases free/free-during-device-access/static_runtime
+// LIST: cases cross/device-access-conflict/static_runtime
+// LIST: cases ptsz/device-access-conflict/static_runtime_ptsz
+// LIST: cases kernel/free-during-device-access/static_runtime
+// CASE: static_runtime.${c}.bug.${mode} PROG ${p} MODE ${mode} EXPECT ${kind} ARGS ${c} bug
+//   STDOUT done ENV ${static_env} FOR mode IN audit enforce FOR c/kind/p IN ${cases}
+// CASE: static_runtime.${c}.fixed.${mode} PROG ${p} MODE ${mode} EXPECT none ARGS ${c} fixed
+//   STDOUT done ENV ${static_env} FOR mode IN audit enforce FOR c/kind/p IN ${cases}
+// The CPU reads while the copy is in flight.
+// CASE: static_runtime.cpu.${twin}.${mode} MODE ${mode} EXPECT ${kind} ARGS cpu ${twin}
+//   STDOUT done ENV ${static_env} ${GUARD_ENV} SIMCUDA_LATENCY_US=100000
+//   FOR mode IN audit enforce FOR twin/kind IN bug/cpu-read-during-device-write fixed/none
+// With the runtime linked into the program, SUMMARY names the program's call site, not the
+// runtime's code (cudaFreeHost in rt_api.c), in both the access's and the launch's stacks.
+// CASE: static_runtime.summary MODE audit EXPECT free-during-device-access ARGS free bug
+//   STDOUT done ENV ${static_env}
+//   STDERR "^SUMMARY: pinguard: free-during-device-access .*static_runtime.c:[0-9]+ in main$"
+// simcuda's libcudart_static.a carries the marker of CUDA's: the program is named, once.
+// CASE: static_runtime.warning MODE audit EXPECT none ARGS free fixed STDOUT done
+//   ENV ${static_env} STDERR "e2e_static_runtime contains a statically linked CUDA runtime"
+// Enforce waits for the copy before the CPU reads: the byte is the device's.
+// CASE: static_runtime.cpu.enforce_data MODE enforce EXPECT cpu-read-during-device-write
+//   ARGS cpu bug STDOUT "byte 0x7f" ENV ${static_env} ${GUARD_ENV}
+
 #include <stdio.h>
 #include <string.h>
 

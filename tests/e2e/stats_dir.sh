@@ -3,6 +3,8 @@
 # a trailing /, and as the directory of a file name), and a path it cannot create gets one warning
 # that names the file.
 #   stats_dir.sh STATS_WORKLOAD
+#
+# TEST: stats_dir ARGS $<TARGET_FILE:e2e_stats_workload>
 set -u
 prog=${1:?usage: stats_dir.sh STATS_WORKLOAD}
 tmp=$(mktemp -d) || exit 1

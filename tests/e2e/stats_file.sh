@@ -4,6 +4,8 @@
 # no writer thread exists without the option, that a fork child gets a writer of its own, and
 # that the exit leaves the final file and no temporary one.
 #   stats_file.sh STATS_WORKLOAD
+#
+# TEST: stats_file ARGS $<TARGET_FILE:e2e_stats_workload>
 set -u
 prog=${1:?usage: stats_file.sh STATS_WORKLOAD}
 tmp=$(mktemp -d) || exit 1

@@ -3,6 +3,9 @@
 # preloaded under another path, the process still gets one banner, one report per violation and
 # one exit summary, and a warning names the copy that stays inert.
 # Usage: two_copies.sh SHIM PROGRAM ARGS... ($PG_PRELOAD: the shim, after any sanitizer runtime)
+#
+# One pinguard per process, even with a second copy loaded under another path.
+# TEST: two_copies ARGS $<TARGET_FILE:pinguard> $<TARGET_FILE:e2e_free_during_copy> bug
 set -u
 shim=$1; shift
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT

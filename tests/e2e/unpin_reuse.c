@@ -11,6 +11,14 @@
  * is in flight (guard pages): the report must name the main thread's buffer, "pinned by
  * cudaHostAlloc (thread T1)", not T2's freed one.
  * Usage: unpin_reuse register|alloc */
+// LIST: reuse_env SIMCUDA_UNPIN_RETURN_US=300000 SIMCUDA_LATENCY_US=50000
+// CASE: unpin_reuse.register.${mode} MODE ${mode} EXPECT none ARGS register
+//   STDOUT "address reused: yes" ENV ${reuse_env} FOR mode IN audit enforce
+// ThreadSanitizer places mappings itself, so the freed address is not handed out again there.
+// CASE: unpin_reuse.alloc.${mode} MODE ${mode} EXPECT cpu-read-during-device-write ARGS alloc
+//   STDOUT "address reused: yes" STDERR "pinned by cudaHostAlloc [(]thread T1[)]"
+//   ENV ${reuse_env} ${GUARD_ENV} FOR mode IN audit enforce IF NOT PG_E2E_TSAN
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/mman.h>

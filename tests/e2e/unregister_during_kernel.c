@@ -1,6 +1,8 @@
 /* Intent: cudaHostUnregister while a kernel holding a raw pointer to the range is in flight is
  * reported as unregister-during-device-access. The fixed twin waits on an event recorded after
  * the kernel and must produce no report. */
+// SCENARIO: unregister_during_kernel unregister-during-device-access
+
 #include "e2e.h"
 
 int main(int argc, char **argv) {
