@@ -16,7 +16,13 @@
         process allocated moves: simcuda allocates a few blocks per call, and the same pinguard
         paths measured from 114 to 161 instructions per copy apart between builds, all of it in
         _int_malloc. A call pinguard adds still counts, at the flat rate (and bench/instr.sh
-        fails when pinguard itself allocates per copy: `allocs`).
+        fails when pinguard itself allocates per copy: `allocs`);
+      - the C library's mutexes likewise, MUTEX_CALL_IR per lock, trylock or unlock call from
+        outside them: an unlock that finds a waiter runs more of its own code before the wake
+        (the wake itself is hand-off), and whether the simulated runtime's worker thread waits
+        on a lock the caller releases is the scheduler's choice: one-thread copy counts moved by
+        up to 12 per copy between identical runs on a loaded machine, all of it in
+        __pthread_mutex_unlock_usercnt. A lock pinguard adds still counts, at the flat rate.
   instr_profile.py profile --copies N AUDIT_SHORT AUDIT_LONG [--base SHORT LONG] [--min 5]
       Where the instructions per copy go, function by function, as markdown. Every figure is
       marginal: (count in the long run - count in the short run) / N, so start-up and exit cancel.
@@ -41,6 +47,11 @@ ALLOC_INTERNAL = re.compile(r"^(_int_|malloc_consolidate|unlink_chunk|sysmalloc|
                             r"get_free_list|new_heap|shrink_heap|grow_heap|_mid_memalign|"
                             r"ptmalloc_init|malloc_init)")
 ALLOC_CALL_IR = 100  # what one allocator call is charged (a glibc malloc + free: 100 to 300)
+# The C library's mutexes: the entry points, and what they run that is not hand-off.
+MUTEX_ENTRY = re.compile(r"^_*pthread_mutex_(lock|unlock|trylock)(@.*)?$")
+MUTEX_INTERNAL = re.compile(r"^(__pthread_mutex_unlock_usercnt|__pthread_mutex_(lock|unlock)_full|"
+                            r"lll_mutex_lock_optimized)$")
+MUTEX_CALL_IR = 30  # one lock or unlock, uncontended (glibc 2.36: about 65 a pair)
 
 
 def libc(ob):
@@ -50,6 +61,16 @@ def libc(ob):
 def is_alloc(ob, fn):
     f = base_name(fn)
     return libc(ob) and (ALLOC_ENTRY.match(f) or ALLOC_INTERNAL.match(f))
+
+
+def is_mutex(ob, fn):
+    f = base_name(fn)
+    return libc(ob) and (MUTEX_ENTRY.match(f) or MUTEX_INTERNAL.match(f))
+
+
+def flat(ob, fn):
+    """Functions charged per call instead of by what they ran: the allocator and the mutexes."""
+    return is_alloc(ob, fn) or is_mutex(ob, fn)
 
 
 def parse(path, with_calls=False):
@@ -120,10 +141,18 @@ def handoff(self_):
     return sum(v for (ob, fn), v in self_.items() if HANDOFF.match(base_name(fn)))
 
 
+def mutex_calls(counts):
+    """Calls into the C library's mutexes from outside them."""
+    return sum(n for ((ob, fn), (cob, cfn)), n in counts.items()
+               if is_mutex(cob, cfn) and MUTEX_ENTRY.match(base_name(cfn)) and
+               not is_mutex(ob, fn))
+
+
 def work(path):
     summary, self_, _, counts = parse(path, with_calls=True)
-    alloc_self = sum(v for (ob, fn), v in self_.items() if is_alloc(ob, fn))
-    return summary - handoff(self_) - alloc_self + ALLOC_CALL_IR * alloc_calls(counts)
+    flat_self = sum(v for (ob, fn), v in self_.items() if flat(ob, fn))
+    return (summary - handoff(self_) - flat_self + ALLOC_CALL_IR * alloc_calls(counts) +
+            MUTEX_CALL_IR * mutex_calls(counts))
 
 
 def allocs(path, caller_ob):
@@ -152,7 +181,7 @@ def marginal(short, long_, n):
     s2, i2 = by_function(s2, i2)
     ms = {k: (s2.get(k, 0) - s1.get(k, 0)) / n for k in set(s1) | set(s2)}
     mi = {k: (i2.get(k, 0) - i1.get(k, 0)) / n for k in set(i1) | set(i2)}
-    return ms, mi, (alloc_calls(c2) - alloc_calls(c1)) / n
+    return ms, mi, ((alloc_calls(c2) - alloc_calls(c1)) / n, (mutex_calls(c2) - mutex_calls(c1)) / n)
 
 
 def obj(k):
@@ -170,13 +199,17 @@ def profile(a):
         return 0
     bs, _, ba = marginal(a.base[0], a.base[1], a.copies)
     diff = {k: ms.get(k, 0) - bs.get(k, 0) for k in set(ms) | set(bs)
-            if not HANDOFF.match(k[1]) and not is_alloc(*k)}
+            if not HANDOFF.match(k[1]) and not flat(*k)}
     print()
     print("| function (object) | self per copy, pinguard minus runtime + record |")
     print("|---|---|")
-    alloc = ALLOC_CALL_IR * (ma - ba)
-    print(f"| the C library's allocator: {ma - ba:+.2f} calls per copy at {ALLOC_CALL_IR} each "
-          f"| {alloc:,.0f} |")
+    alloc = ALLOC_CALL_IR * (ma[0] - ba[0])
+    print(f"| the C library's allocator: {ma[0] - ba[0]:+.2f} calls per copy at {ALLOC_CALL_IR} "
+          f"each | {alloc:,.0f} |")
+    mutex = MUTEX_CALL_IR * (ma[1] - ba[1])
+    print(f"| the C library's mutexes: {ma[1] - ba[1]:+.2f} calls per copy at {MUTEX_CALL_IR} each "
+          f"| {mutex:,.0f} |")
+    alloc += mutex
     shown = alloc
     for k in sorted(diff, key=lambda k: (-abs(diff[k]), k[1])):
         if abs(diff[k]) < a.min:
