@@ -5,14 +5,18 @@
  *   copy      a 4 KiB host->device copy on the last stream (a copy on the 1,000th stream costs
  *             what one on the first does), the stream synchronized every 1,024 copies;
  *   readers   a 4 KiB host->device copy of the same pinned bytes on stream i % S (S streams
- *             reading the same bytes), every device synchronized every 8,192 copies;
+ *             reading the same bytes), all N in one gated batch, every device synchronized
+ *             after it; first, untimed, a warm-up batch of W copies (--warm, default 16,384) the
+ *             same way, so that each stream's pools already hold what N copies take (N <= W) and
+ *             the gates' host functions are as many at any N (their own cost, 7 allocator calls
+ *             each in pinguard's host-function records, is not a copy's);
  *   sync      cudaStreamSynchronize of the last stream;
  *   record    cudaEventRecord on the last stream;
  *   devsync   cudaDeviceSynchronize of device 0 (S / devices of the streams).
  * With --record-event each copy also records an event (the floor instr.sh subtracts from the
  * copy ops). Prints one JSON line.
  *   bench_streams [--streams S] [--op copy|readers|sync|record|devsync] [--ops N]
- *                 [--record-event] */
+ *                 [--warm W] [--record-event] */
 #include "bench_util.h"
 
 static void sync_all(int ndev) {
@@ -26,6 +30,7 @@ static void sync_all(int ndev) {
 static int run(int argc, char **argv) {
   long nstreams = bench_opt(argc, argv, "--streams", 1024);
   long ops = bench_opt(argc, argv, "--ops", 4096);
+  long warm = bench_opt(argc, argv, "--warm", 16384);
   const char *op = "copy";
   int record = 0;
   for (int i = 1; i < argc; i++) {
@@ -33,11 +38,11 @@ static int run(int argc, char **argv) {
     record |= !strcmp(argv[i], "--record-event");
     if (!strcmp(argv[i], "--help")) {
       printf("usage: bench_streams [--streams S] [--op copy|sync|record|devsync|readers] "
-             "[--ops N] [--record-event]\n");
+             "[--ops N] [--warm W] [--record-event]\n");
       return 0;
     }
   }
-  if (nstreams < 1 || ops < 1) return 2;
+  if (nstreams < 1 || ops < 1 || warm < 0) return 2;
   bench_watchdog(300);
   int ndev = 1;
   BENCH_CHECK(cudaGetDeviceCount(&ndev));
@@ -78,7 +83,23 @@ static int run(int argc, char **argv) {
    * does not depend on how far the workers got (repeatable counts, as bench_copy --gate). */
   gate_t gate = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .open = 0};
   int readers = !strcmp(op, "readers");
-  long batch = readers ? 8192 : 1024; /* readers: each batch gates every stream */
+  long batch = readers ? ops : 1024; /* readers: one batch, every stream gated */
+  if (readers && warm > 0) {
+    gate_set(&gate, 0);
+    for (long k = 0; k < nstreams; k++) {
+      if (ndev > 1) BENCH_CHECK(cudaSetDevice((int)(k % ndev)));
+      BENCH_CHECK(cudaLaunchHostFunc(s[k], gate_wait, &gate));
+    }
+    for (long i = 0; i < warm; i++) {
+      long k = i % nstreams;
+      int d = (int)(k % ndev);
+      if (ndev > 1) BENCH_CHECK(cudaSetDevice(d));
+      BENCH_CHECK(cudaMemcpyAsync(dev[d], host, 4096, cudaMemcpyHostToDevice, s[k]));
+      if (record) BENCH_CHECK(cudaEventRecord(floor_ev[d], s[k]));
+    }
+    gate_set(&gate, 1);
+    sync_all(ndev);
+  }
   uint64_t t0 = bench_now_ns();
   for (long i = 0; i < ops; i++) {
     if ((readers || !strcmp(op, "copy")) && i % batch == 0) {
