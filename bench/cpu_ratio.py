@@ -83,6 +83,10 @@ def run_one(args, case, cfg):
     else:
         cmd = [args.torch_python, os.path.join(HERE, "torch_copy.py"), str(args.copies)]
         field = "cpu_ns_per_copy"
+        # numpy's OpenBLAS thread server spins while idle: CPU time that is neither the loop's
+        # nor pinguard's, and that moves from run to run.
+        env.setdefault("OPENBLAS_NUM_THREADS", "1")
+        env.setdefault("OMP_NUM_THREADS", "1")
     if mode is None:
         env["LD_PRELOAD"] = os.path.join(simcuda, "libcudart.so.13") if case == "torchcopy" else ""
         env["LD_LIBRARY_PATH"] = simcuda

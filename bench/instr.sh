@@ -41,6 +41,12 @@
 #                   (tracked by nothing, so no record); pinguard runs with its default options
 #                   (guard pages and Python stacks on), not guard=0. N defaults to 6,400. The
 #                   JSON gains "ratio": the loop's instructions with pinguard over without
+#     --case torchcopy PyTorch's loop of 4 KiB pinned.copy_(dev, non_blocking=True)
+#                   (bench/torch_copy.py, the torch venv's python: $TORCH_PYTHON, default
+#                   .venv-torch/bin/python) on simcuda, with pinguard's default options, against
+#                   the same loop without pinguard; N defaults to 640 (importing PyTorch under
+#                   callgrind takes about two minutes a run, so no CTest runs this case). The
+#                   JSON gains "ratio", as for pylaunch
 #     --budget B    exit 1 when added_instr_per_copy is above B (CTest bench.instr)
 #     --ratio-budget R  (pylaunch) exit 1 when the ratio is above R
 #     --profile DIR keep the callgrind files in DIR and write DIR/profile.CASE.tT.md
@@ -121,14 +127,24 @@ case $case in
          [ -e "$helper" ] || { echo "instr.sh: missing $helper (build bench_pykernel)" >&2; exit 2; }
          prog=("${PYTHON:-/usr/bin/python3}" "$here/py_launch.py" "$helper"); pre=""; per_run=1
          count_flag="" untracked=1 ;;
+  torchcopy) copies=${copies:-640}; long=$((2 * copies)); threads=1
+         tpy=${TORCH_PYTHON:-$root/.venv-torch/bin/python}
+         [ -x "$tpy" ] || { echo "instr.sh: no torch python at $tpy" >&2; exit 2; }
+         simdir=$(dirname "$shim")/../simcuda
+         prog=("$tpy" "$here/torch_copy.py"); pre=":$simdir/libcudart.so.13"; per_run=1
+         # One OpenBLAS thread: numpy's BLAS thread server spins while idle, 21,000
+         # instructions per copy in one run and far fewer in another, none of it pinguard's.
+         simenv=(LD_LIBRARY_PATH="$simdir" OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1)
+         count_flag="" untracked=1 ;;
   scale) copies=${copies:-8192}; long=$((3 * copies)); threads=1
          prog=("$bin/bench_scale" --regions "$regions" --inflight "$inflight" --gate)
          pre=":$stub"; per_run=1 ;;
-  *) echo "instr.sh: --case copy|scale|launch|streams|pylaunch" >&2; exit 2 ;;
+  *) echo "instr.sh: --case copy|scale|launch|streams|pylaunch|torchcopy" >&2; exit 2 ;;
 esac
 # The simulated devices: the default for every case but streams; eight devices' default arenas
 # do not fit in valgrind's address space, so those get 64 MiB each.
-simenv=() vgopts=()
+vgopts=()
+[ "$case" = torchcopy ] || simenv=()
 [ "$case" != streams ] ||
   { simenv=(SIMCUDA_DEVICES="$devices" SIMCUDA_DEVICE_MB=64); vgopts=(--max-threads=$((streams + 64))); }
 devices=${devices:-1}
@@ -150,6 +166,7 @@ work_ir() {
   [ -z "$count_flag" ] || count=("$count_flag" "$n")
   # The Python loop: its kernel's parameter count, and pinguard's default options.
   [ "$case" != pylaunch ] || { extra=(--kernel "$params"); [ -z "$opts" ] || opts=mode=$pgmode; }
+  [ "$case" != torchcopy ] || [ -z "$opts" ] || opts=mode=$pgmode
   [ -z "$profile" ] || file=$profile/callgrind.$case.t$threads.$mode.$n
   if ! env SIMCUDA_LATENCY_US=0 "${simenv[@]}" LD_PRELOAD="$preload" PINGUARD_OPTIONS="$opts" \
       "$vg" --tool=callgrind "${vgopts[@]}" --callgrind-out-file="$file" "${prog[@]}" "${count[@]}" \
@@ -196,13 +213,15 @@ allocs=$(awk -v a="$(cat "$out/allocs.$copies")" -v b="$(cat "$out/allocs.$long"
 printf '"runtime":%s,"runtime_record":%s,"audit":%s,"record":%s,"added_instr_per_copy":%s,' \
   "$runtime" "$record" "$audit" "$rec_only" "$added"
 ratio=$(awk -v a="$audit" -v r="$base" 'BEGIN {printf "%.3f", a / r}')
-[ "$case" != pylaunch ] || printf '"ratio":%s,' "$ratio"
+case $case in pylaunch|torchcopy) printf '"ratio":%s,' "$ratio" ;; esac
 printf '"pinguard_allocs_per_copy":%s}\n' "$allocs"
 
 if [ -n "$profile" ]; then
   f=$profile/callgrind.$case.t$threads
+  floor=record # the baseline the figure is measured against: runtime + record, or the runtime
+  [ "$untracked" = 0 ] || floor=none
   python3 "$here/instr_profile.py" profile --copies $(((long - copies) * per_run)) \
-    "$f.audit.$copies" "$f.audit.$long" --base "$f.record.$copies" "$f.record.$long" \
+    "$f.audit.$copies" "$f.audit.$long" --base "$f.$floor.$copies" "$f.$floor.$long" \
     >"$profile/profile.$case.t$threads.md"
 fi
 if [ -n "$budget" ]; then
