@@ -126,6 +126,7 @@ case $case in
          helper=${BENCH_PYKERNEL:-$bin/libbench_pykernel.so}
          [ -e "$helper" ] || { echo "instr.sh: missing $helper (build bench_pykernel)" >&2; exit 2; }
          prog=("${PYTHON:-/usr/bin/python3}" "$here/py_launch.py" "$helper"); pre=""; per_run=1
+         simenv=(PYTHONHASHSEED=0) # one dictionary layout in every run (as torchcopy)
          count_flag="" untracked=1 ;;
   torchcopy) copies=${copies:-640}; long=$((2 * copies)); threads=1
          tpy=${TORCH_PYTHON:-$root/.venv-torch/bin/python}
@@ -134,7 +135,10 @@ case $case in
          prog=("$tpy" "$here/torch_copy.py"); pre=":$simdir/libcudart.so.13"; per_run=1
          # One OpenBLAS thread: numpy's BLAS thread server spins while idle, 21,000
          # instructions per copy in one run and far fewer in another, none of it pinguard's.
-         simenv=(LD_LIBRARY_PATH="$simdir" OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1)
+         # And one string-hash seed: CPython's dictionaries probe differently under each
+         # random seed, which moved PyTorch's attribute lookups by hundreds per copy.
+         simenv=(LD_LIBRARY_PATH="$simdir" OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+                 PYTHONHASHSEED=0)
          count_flag="" untracked=1 ;;
   scale) copies=${copies:-8192}; long=$((3 * copies)); threads=1
          prog=("$bin/bench_scale" --regions "$regions" --inflight "$inflight" --gate)
@@ -144,7 +148,7 @@ esac
 # The simulated devices: the default for every case but streams; eight devices' default arenas
 # do not fit in valgrind's address space, so those get 64 MiB each.
 vgopts=()
-[ "$case" = torchcopy ] || simenv=()
+case $case in torchcopy|pylaunch) ;; *) simenv=() ;; esac
 [ "$case" != streams ] ||
   { simenv=(SIMCUDA_DEVICES="$devices" SIMCUDA_DEVICE_MB=64); vgopts=(--max-threads=$((streams + 64))); }
 devices=${devices:-1}
