@@ -105,7 +105,8 @@ for f in "$shim" "$stub" "$bin/bench_copy" "$bin/bench_scale" "$bin/bench_launch
   [ -e "$f" ] || { echo "instr.sh: missing $f (build the bench targets first)" >&2; exit 2; }
 done
 
-count_flag=--copies untracked=0
+# pgopts: the options of the audit runs beside the mode; the Python loops keep the defaults.
+count_flag=--copies untracked=0 simenv=() pgopts=guard=0
 case $case in
   copy)  copies=${copies:-8192}; long=$((2 * copies))
          prog=("$bin/bench_copy" --threads "$threads" --gate); pre=""; per_run=$threads
@@ -125,9 +126,10 @@ case $case in
   pylaunch) copies=${copies:-6400}; long=$((2 * copies)); threads=1
          helper=${BENCH_PYKERNEL:-$bin/libbench_pykernel.so}
          [ -e "$helper" ] || { echo "instr.sh: missing $helper (build bench_pykernel)" >&2; exit 2; }
-         prog=("${PYTHON:-/usr/bin/python3}" "$here/py_launch.py" "$helper"); pre=""; per_run=1
+         prog=("${PYTHON:-/usr/bin/python3}" "$here/py_launch.py" --kernel "$params" "$helper")
+         pre="" per_run=1
          simenv=(PYTHONHASHSEED=0) # one dictionary layout in every run (as torchcopy)
-         count_flag="" untracked=1 ;;
+         count_flag="" untracked=1 pgopts="" ;;
   torchcopy) copies=${copies:-640}; long=$((2 * copies)); threads=1
          tpy=${TORCH_PYTHON:-$root/.venv-torch/bin/python}
          [ -x "$tpy" ] || { echo "instr.sh: no torch python at $tpy" >&2; exit 2; }
@@ -139,7 +141,7 @@ case $case in
          # random seed, which moved PyTorch's attribute lookups by hundreds per copy.
          simenv=(LD_LIBRARY_PATH="$simdir" OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
                  PYTHONHASHSEED=0)
-         count_flag="" untracked=1 ;;
+         count_flag="" untracked=1 pgopts="" ;;
   scale) copies=${copies:-8192}; long=$((3 * copies)); threads=1
          prog=("$bin/bench_scale" --regions "$regions" --inflight "$inflight" --gate)
          pre=":$stub"; per_run=1 ;;
@@ -148,7 +150,6 @@ esac
 # The simulated devices: the default for every case but streams; eight devices' default arenas
 # do not fit in valgrind's address space, so those get 64 MiB each.
 vgopts=()
-case $case in torchcopy|pylaunch) ;; *) simenv=() ;; esac
 [ "$case" != streams ] ||
   { simenv=(SIMCUDA_DEVICES="$devices" SIMCUDA_DEVICE_MB=64); vgopts=(--max-threads=$((streams + 64))); }
 devices=${devices:-1}
@@ -165,12 +166,9 @@ work_ir() {
   local mode=$1 n=$2 preload=${pre#:} opts="" extra=() file=$out/callgrind.$1.$2 count=("$2")
   case $mode in
     record) extra=(--record-event) ;;
-    audit) preload=$shim$pre; opts=mode=$pgmode:guard=0 ;;
+    audit) preload=$shim$pre; opts=mode=$pgmode${pgopts:+:$pgopts} ;;
   esac
   [ -z "$count_flag" ] || count=("$count_flag" "$n")
-  # The Python loop: its kernel's parameter count, and pinguard's default options.
-  [ "$case" != pylaunch ] || { extra=(--kernel "$params"); [ -z "$opts" ] || opts=mode=$pgmode; }
-  [ "$case" != torchcopy ] || [ -z "$opts" ] || opts=mode=$pgmode
   [ -z "$profile" ] || file=$profile/callgrind.$case.t$threads.$mode.$n
   if ! env SIMCUDA_LATENCY_US=0 "${simenv[@]}" LD_PRELOAD="$preload" PINGUARD_OPTIONS="$opts" \
       "$vg" --tool=callgrind "${vgopts[@]}" --callgrind-out-file="$file" "${prog[@]}" "${count[@]}" \

@@ -296,16 +296,13 @@ pg_stream_t *pg_stream_get_slow(cudaStream_t s) {
    * same weights, a pool of streams per device) finds most of them here, without the map. */
   pg_stream_cache_t *big = pg_tls_get(PG_TLS_STREAM_CACHE, STREAM_CACHE_BIG * sizeof *big);
   pg_stream_cache_t *b = big ? &big[stream_cache_big_slot(s)] : NULL;
-  pg_stream_t *st = NULL;
-  if (b) {
-    if (stream_cache_hit(&b[0], s, gen)) st = b[0].st;
-    else if (stream_cache_hit(&b[1], s, gen)) st = b[1].st;
-  }
+  bool first = b && stream_cache_hit(&b[0], s, gen);
+  pg_stream_t *st = first ? b[0].st : b && stream_cache_hit(&b[1], s, gen) ? b[1].st : NULL;
   if (!st) st = lookup_or_add(s, 0, 0);
   if (!st) return untracked();
   /* b[0] holds the pair's most recent handle: a hit in b[1] swaps the two, a miss evicts b[1]
    * (the one used least recently). */
-  if (b && !stream_cache_hit(&b[0], s, gen)) {
+  if (b && !first) {
     b[1] = b[0];
     b[0] = (pg_stream_cache_t){s, st, gen};
   }
