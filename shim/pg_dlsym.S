@@ -3,7 +3,7 @@
  * Clients that reach the driver without the runtime (cuda-python, Triton, CuPy, static runtimes)
  * get its entry points with dlsym on their own handle of libcuda.so.1. pinguard looks only at
  * names of the driver's shape, "cu" and a capital letter (cuGetProcAddress_v2, cuLaunchKernelEx):
- * those go to pg_dlsym_driver (pg_cu_entry.c), with the caller's return address.
+ * those go to pg_dlsym_driver (pg_lookup.c), with the caller's return address.
  *
  * Every other lookup jumps straight into the real dlsym, with the caller's registers and its
  * return address still on the stack. That is what keeps dlsym(RTLD_NEXT, ...) right: glibc

@@ -1,34 +1,15 @@
 /* pg_intercept.h: how the shim defines an interposed entry point and reaches the real one.
  *
- * How to add an interceptor (one hook row, one body, one test):
- *   1. The hook table: add `PG_HOOK(cudart, name, 0)` to pg_hooks.inc, and a row for its _ptsz
- *      twin if the runtime has one (declare the twin below with PG_DECLARE_PTSZ if the CUDA
- *      header does not). PG_INTERCEPT does not compile without the row.
- *   2. The body, in the shim file for its concern (copies: pg_cuda_copy.c, launches:
- *      pg_cuda_kernel.c, pinning, ordering and completion: pg_cuda_pinning.c, pg_cuda_sync.c;
- *      the driver's twins: pg_cu_api.c, pg_cu_launch.c, forwarding with PG_FORWARD_CU). Where the
- *      two layers' calls are alike, one body serves both (pg_shim.h: PG_LAUNCH_BODY and the
- *      *_INTERCEPTOR macros).
- *      For an asynchronous operation that touches host memory, with the helpers of pg_op.h:
- *        PG_INTERCEPT(cudaError_t, name, void *dst, const void *src, size_t n, cudaStream_t s) {
- *          if (!pg_shim_start_tracking()) return PG_FORWARD(name, dst, src, n, s);
- *          pg_op_t op;
- *          pg_op_begin(&op, #name, "what it does", s, false);   (true for the _ptsz twin)
- *          pg_op_add_span(&op, src, n, PG_DIR_READ);            (one per host operand)
- *          PG_CAPTURE_SITE(&op);     (after the spans: the compiler then knows they are fresh)
- *          return PG_TRACKED_CALL(&op, PG_FORWARD(name, dst, src, n, s));
- *        }
- *      A macro taking (name, ptsz) gives the plain and _ptsz definitions one body. Any other call
- *      brackets its one engine call (core/pg_engine.h) with pg_shim_enter / pg_shim_leave, so that what
- *      core does is not tracked itself, and forwards with PG_FORWARD (the real function, or
- *      cudaErrorSharedObjectSymbolNotFound when the runtime lacks it). Bodies stay short: the
- *      decisions belong in core/, which has unit tests.
- *   3. The test: a case in tests/e2e (a program run under LD_PRELOAD against tests/simcuda; give
- *      simcuda the entry point if it lacks it), wired in tests/e2e/CMakeLists.txt.
- * Exporting needs nothing more for a cuda* name (libpinguard.map exports cuda*); any other name
- * goes into libpinguard.map and the allow list of tests/e2e/check_exports.sh, which checks that
- * nothing else leaks. A libc call is a `PG_HOOK(libc, name, 0)` row and a PG_IO row in
- * pg_syscalls.c (see there). */
+ * Every CUDA entry point pinguard interposes is a row of pg_entries.inc, which says how to add
+ * one (a row, and a test); pg_entry_kinds.h turns each row into its interceptor. What this header
+ * gives them: the hook table (one lazily resolved real function per row of pg_hooks.inc, which
+ * takes in every entry row and its twin), PG_REAL and the forwards, PG_INTERCEPT (an exported
+ * definition whose address the hook table knows), and the state every interceptor consults
+ * first (pg_shim_start_tracking, the reentrancy token).
+ *
+ * Exporting needs nothing more for a CUDA name (libpinguard.map exports cuda* and cu*;
+ * e2e.exports checks that the library exports exactly the table's names). A libc call is a
+ * `PG_HOOK(libc, name, 0)` row and a PG_IO row in pg_syscalls.c (see there). */
 #ifndef PG_INTERCEPT_H
 #define PG_INTERCEPT_H
 
@@ -39,37 +20,26 @@
 
 #include "pg_export.h"
 
-/* ---- prototypes the CUDA header only declares in per-thread-default-stream builds ---------- */
-#define PG_DECLARE_PTSZ(name) extern __typeof__(name) name##_ptsz
-PG_DECLARE_PTSZ(cudaMemcpyAsync);
-PG_DECLARE_PTSZ(cudaMemcpy2DAsync);
-PG_DECLARE_PTSZ(cudaMemcpy3DAsync);
-PG_DECLARE_PTSZ(cudaMemcpyToSymbolAsync);
-PG_DECLARE_PTSZ(cudaMemcpyFromSymbolAsync);
-PG_DECLARE_PTSZ(cudaLaunchKernel);
-PG_DECLARE_PTSZ(cudaLaunchKernelExC);
-PG_DECLARE_PTSZ(cudaStreamSynchronize);
-PG_DECLARE_PTSZ(cudaStreamQuery);
-PG_DECLARE_PTSZ(cudaEventRecord);
-PG_DECLARE_PTSZ(cudaEventRecordWithFlags);
-PG_DECLARE_PTSZ(cudaStreamWaitEvent);
-PG_DECLARE_PTSZ(cudaLaunchHostFunc);
-PG_DECLARE_PTSZ(cudaStreamAddCallback);
-PG_DECLARE_PTSZ(cudaStreamBeginCapture);
-PG_DECLARE_PTSZ(cudaStreamEndCapture);
-PG_DECLARE_PTSZ(cudaStreamIsCapturing);
-PG_DECLARE_PTSZ(cudaGraphLaunch);
+/* cuda.h renames two of the table's names to their newer ABI; the table names each variant as
+ * exported, so the renamings go. */
+#include <cuda.h>
+#undef cuGetProcAddress
+#undef cuMemcpyBatchAsync
 
-/* The launch path nvcc 13 generates for kernel<<<...>>> (declared in crt/device_functions.h,
- * which only C++ can include). */
-extern cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func);
-extern cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void **args,
-                                      size_t shmem, cudaStream_t stream);
-PG_DECLARE_PTSZ(__cudaLaunchKernel);
+/* ---- every interposed entry point's declaration, from its row -------------------------------
+ * The header's own declaration of a name must agree with its row (else this does not build);
+ * the _ptsz twins, which the headers declare only in per-thread builds, get theirs here. */
+#define PG_ENTRY(lib, name, twin, kind, ret, T) extern ret name T; PG_DECLARE_##twin(ret, name, T)
+#define PG_DECLARE_none(ret, name, T)
+#define PG_DECLARE_ptsz(ret, name, T) extern ret name##_ptsz T;
+#include "pg_entries.inc"
+#undef PG_ENTRY
+#undef PG_DECLARE_none
+#undef PG_DECLARE_ptsz
 
 /* cudaMemcpyBatchAsync changed ABI between 12.8 (9 arguments, with size_t *failIdx) and 13.0
  * (8 arguments). We export one definition with the 12.8 shape: a 13.0 caller passes the stream
- * where we see `fail_idx` and leaves the 9th argument unset; pg_cuda_copy.c's batch_abi_is_128()
+ * where we see `fail_idx` and leaves the 9th argument unset; pg_copy.c's batch_abi_is_128()
  * says which reading is right, from cudaRuntimeGetVersion at run time (never from the
  * compile-time CUDART_VERSION). */
 typedef cudaError_t (*pg_batch_fn_13)(void *const *dsts, const void *const *srcs,
@@ -82,10 +52,6 @@ typedef cudaError_t (*pg_batch_fn_128)(void *const *dsts, const void *const *src
                                        size_t num_attrs, size_t *fail_idx, cudaStream_t stream);
 
 /* ---- the hook table (one entry per PG_HOOK row of pg_hooks.inc) ------------------------------ */
-/* cuda.h maps cuGetProcAddress to cuGetProcAddress_v2; rows name each variant as exported. */
-#ifdef cuGetProcAddress
-#undef cuGetProcAddress
-#endif
 enum pg_hook_id {
 #define PG_HOOK(lib, name, required) PG_HOOK_ID_##name,
 #include "pg_hooks.inc"

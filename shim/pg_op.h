@@ -4,6 +4,8 @@
 #ifndef PG_OP_H
 #define PG_OP_H
 
+#include <stdint.h>
+
 #include "pg_intercept.h"
 #include "pg_shim.h"
 
@@ -87,6 +89,74 @@ static inline void pg_op_add_copy_spans(pg_op_t *op, void *dst, const void *src,
   }
 }
 
+/* What a runtime copy does, for reports. */
+static inline const char *pg_copy_what(enum cudaMemcpyKind kind) {
+  switch (kind) {
+    case cudaMemcpyHostToDevice: return "copy host->device";
+    case cudaMemcpyDeviceToHost: return "copy device->host";
+    case cudaMemcpyHostToHost: return "copy host->host";
+    case cudaMemcpyDefault: return "copy (cudaMemcpyDefault)";
+    default: return "copy device->device";
+  }
+}
+
+/* cudaMemcpy2DAsync's host sides: their rows only, not the gaps between them. */
+static inline void pg_op_add_copy_2d(pg_op_t *op, void *dst, size_t dpitch, const void *src,
+                                     size_t spitch, size_t width, size_t height,
+                                     enum cudaMemcpyKind kind) {
+  if (kind != cudaMemcpyDeviceToHost)
+    pg_op_add_pitched(op, src, spitch, 1, 0, 0, 0, width, height, 1, PG_DIR_READ);
+  if (kind != cudaMemcpyHostToDevice)
+    pg_op_add_pitched(op, dst, dpitch, 1, 0, 0, 0, width, height, 1, PG_DIR_WRITE);
+}
+
+/* cudaMemcpy3DAsync's host sides: pitched pointers only (arrays are device memory). */
+static inline void pg_op_add_copy_3d(pg_op_t *op, const struct cudaMemcpy3DParms *p) {
+  const struct cudaExtent e = p->extent;
+  if (!p->srcArray && p->kind != cudaMemcpyDeviceToHost)
+    pg_op_add_pitched(op, p->srcPtr.ptr, p->srcPtr.pitch, p->srcPtr.ysize, p->srcPos.x,
+                      p->srcPos.y, p->srcPos.z, e.width, e.height, e.depth, PG_DIR_READ);
+  if (!p->dstArray && p->kind != cudaMemcpyHostToDevice)
+    pg_op_add_pitched(op, p->dstPtr.ptr, p->dstPtr.pitch, p->dstPtr.ysize, p->dstPos.x,
+                      p->dstPos.y, p->dstPos.z, e.width, e.height, e.depth, PG_DIR_WRITE);
+}
+
+/* A CUdeviceptr that may be a host address (unified addressing). */
+#define PG_HOST(p) ((void *)(uintptr_t)(p))
+
+/* The host address one side of a CUDA_MEMCPY2D or CUDA_MEMCPY3D names, if it may be one: host
+ * memory, or a unified address (core keeps it if it is pinned host memory). */
+static inline const void *pg_cu_host_side(CUmemorytype type, const void *host, CUdeviceptr dev) {
+  if (type == CU_MEMORYTYPE_HOST) return host;
+  if (type == CU_MEMORYTYPE_UNIFIED) return PG_HOST(dev);
+  return NULL;
+}
+#define PG_CU_SRC(p) pg_cu_host_side((p)->srcMemoryType, (p)->srcHost, (p)->srcDevice)
+#define PG_CU_DST(p) pg_cu_host_side((p)->dstMemoryType, (p)->dstHost, (p)->dstDevice)
+/* Whether a CUDA_MEMCPY2D/3D (NULL: no) may touch host memory, and what it does, for reports. */
+#define PG_CU_COPY_HAS_HOST(p) ((p) && (PG_CU_SRC(p) || PG_CU_DST(p)))
+#define PG_CU_COPY_WHAT(p) pg_cu_copy_what((p)->srcMemoryType, (p)->dstMemoryType)
+static inline const char *pg_cu_copy_what(CUmemorytype src, CUmemorytype dst) {
+  if (src == CU_MEMORYTYPE_HOST)
+    return dst == CU_MEMORYTYPE_HOST ? "copy host->host" : "copy host->device";
+  if (dst == CU_MEMORYTYPE_HOST) return "copy device->host";
+  return "copy (unified addressing)";
+}
+
+/* The driver's CUDA_MEMCPY2D and CUDA_MEMCPY3D: each side that may be host memory. */
+static inline void pg_op_add_cu_copy_2d(pg_op_t *op, const CUDA_MEMCPY2D *p) {
+  pg_op_add_pitched(op, PG_CU_SRC(p), p->srcPitch, 1, p->srcXInBytes, p->srcY, 0,
+                    p->WidthInBytes, p->Height, 1, PG_DIR_READ);
+  pg_op_add_pitched(op, PG_CU_DST(p), p->dstPitch, 1, p->dstXInBytes, p->dstY, 0,
+                    p->WidthInBytes, p->Height, 1, PG_DIR_WRITE);
+}
+static inline void pg_op_add_cu_copy_3d(pg_op_t *op, const CUDA_MEMCPY3D *p) {
+  pg_op_add_pitched(op, PG_CU_SRC(p), p->srcPitch, p->srcHeight, p->srcXInBytes, p->srcY,
+                    p->srcZ, p->WidthInBytes, p->Height, p->Depth, PG_DIR_READ);
+  pg_op_add_pitched(op, PG_CU_DST(p), p->dstPitch, p->dstHeight, p->dstXInBytes, p->dstY,
+                    p->dstZ, p->WidthInBytes, p->Height, p->Depth, PG_DIR_WRITE);
+}
+
 /* Runs `call` (the real forward: a cudaError_t or CUresult expression, 0 on success) between
  * the two decisions, inside pinguard (its own calls are not tracked), once the op is described. */
 #define PG_TRACKED_CALL(op, call)                       \
@@ -112,7 +182,7 @@ static inline void pg_op_add_copy_spans(pg_op_t *op, void *dst, const void *src,
 
 /* A batch of copies (cudaMemcpyBatchAsync, cuMemcpyBatchAsync in both ABIs), as its caller passed
  * it. attrs points to cudaMemcpyAttributes or CUmemcpyAttributes, which have one layout
- * (pg_cu_api.c checks). */
+ * (pg_copy.c checks). */
 typedef struct pg_batch {
   enum pg_hook_id id; /* the real function's row */
   bool with_fail_idx; /* the 12.8 ABI: fail_idx comes before the stream */
@@ -127,10 +197,18 @@ typedef struct pg_batch {
   cudaStream_t stream;
 } pg_batch_t;
 
-/* Checks, forwards and records a batch (pg_cuda_copy.c): each copy's source as its attribute's
+/* Checks, forwards and records a batch (pg_copy.c): each copy's source as its attribute's
  * srcAccessOrder says, its destination in stream order. Returns the real call's status, or
  * `missing` when there is no real function. */
 int pg_shim_batch(const pg_batch_t *b, const char *api, bool ptsz, const pg_stack_t *st,
                   int missing);
+
+/* The runtime's cudaMemcpyBatchAsync (pg_entry_kinds.h): reads the arguments in the ABI the runtime
+ * has (12.8's nine, or 13.0's eight, where `fail_idx` is the stream) and calls pg_shim_batch. */
+int pg_shim_runtime_batch(enum pg_hook_id id, const char *api, bool ptsz, void *const *dsts,
+                          const void *const *srcs, const size_t *sizes, size_t count,
+                          struct cudaMemcpyAttributes *attrs, size_t *attrs_idxs,
+                          size_t num_attrs, size_t *fail_idx, cudaStream_t s128,
+                          const pg_stack_t *st);
 
 #endif /* PG_OP_H */

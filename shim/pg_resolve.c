@@ -42,6 +42,20 @@ static const pg_hook_t hooks[PG_HOOK_COUNT] = {
 #undef PG_HOOK
 };
 
+/* The interposed entry points (pg_entries.inc) the tracker itself calls, and so needs as much as
+ * the required rows of pg_hooks.inc. */
+static const enum pg_hook_id required_entries[] = {
+    PG_HOOK_ID_cudaEventRecord, PG_HOOK_ID_cudaEventQuery, PG_HOOK_ID_cudaEventSynchronize,
+    PG_HOOK_ID_cudaEventDestroy, PG_HOOK_ID_cudaStreamIsCapturing};
+
+static bool is_required(enum pg_hook_id id) {
+  if ((unsigned)id >= PG_HOOK_COUNT) return false;
+  if (hooks[id].required) return true;
+  for (size_t i = 0; i < sizeof required_entries / sizeof *required_entries; i++)
+    if (required_entries[i] == id) return true;
+  return false;
+}
+
 _Atomic(void *) pg_hook_real_fn[PG_HOOK_COUNT];
 static atomic_bool warned[PG_HOOK_COUNT];
 
@@ -125,10 +139,10 @@ void *pg_real_slow(enum pg_hook_id id) {
         pg_hook_wrapper_id(id) ? (h->lib == PG_LIB_cuda
                                       ? "calls to it fail with CUDA_ERROR_NOT_FOUND"
                                       : "calls to it fail with cudaErrorSharedObjectSymbolNotFound")
-        : h->required ? "pinguard needs it"
-                      : "pinguard does without it";
+        : is_required(id) ? "pinguard needs it"
+                          : "pinguard does without it";
     pg_shim_warn("cannot find the real %s; %s%s", h->name, consequence,
-                 h->required ? ", and pinguard stays inert" : "");
+                 is_required(id) ? ", and pinguard stays inert" : "");
   }
   return fn;
 }
@@ -143,7 +157,7 @@ void *pg_real_quiet(enum pg_hook_id id) {
 bool pg_resolve_required(void) {
   bool ok = true;
   for (int i = 0; i < PG_HOOK_COUNT; i++)
-    if (hooks[i].required && !pg_real((enum pg_hook_id)i)) ok = false;
+    if (is_required((enum pg_hook_id)i) && !pg_real((enum pg_hook_id)i)) ok = false;
   return ok;
 }
 

@@ -5,6 +5,8 @@
 #define PG_SHIM_H
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "pg_engine.h" /* the engine: every event pinguard reacts to */
@@ -69,8 +71,10 @@ int pg_shim_launch_op(const char *api, bool ptsz, const void *func, const pg_kpa
                       int first, void **args, cudaStream_t s, const pg_stack_site_t *site,
                       int (*fwd)(void *), void *fwd_ctx);
 
-/* The driver layer's describe callback for the launch interceptors (pg_cu_api.c): a CUfunction's
- * parameter layout from cuFuncGetParamInfo, and its name. */
+/* The describe callbacks of the launch interceptors (pg_launch.c): a kernel's parameter layout
+ * and its name, from cudaFuncGetParamInfo (a function of the runtime's; false while an error of
+ * the application's is pending, which asking would clear) or cuFuncGetParamInfo (a CUfunction). */
+bool pg_rt_describe_kernel(const void *func, pg_kparams_t *kp);
 bool pg_cu_describe_kernel(const void *func, pg_kparams_t *kp);
 
 /* The body of a kernel-launch interceptor in either API layer. `direct` is the real launch as
@@ -127,7 +131,28 @@ bool pg_cu_describe_kernel(const void *func, pg_kparams_t *kp);
 int pg_shim_host_sync(cudaStream_t s, cudaStream_t resolved, bool device,
                       int (*call)(cudaStream_t));
 
-/* ---- host functions, capture and graphs: what both API layers do (pg_cuda_sync.c) ---------- */
+/* CUDA 13's cuCtxSynchronize_v2: a device sync (pg_shim_host_sync) of ctx's device, with ctx
+ * made current around call(ctx) (NULL: the current context). Returns call's status. */
+int pg_shim_ctx_sync(void *ctx, int (*call)(cudaStream_t ctx));
+
+/* ---- stream memory operations (pg_memops.c) -------------------------------------------------- */
+/* The pages of the flag word at addr (n bytes) are never guarded (once tracking runs). */
+void pg_shim_never_guard(CUdeviceptr addr, size_t n);
+void pg_shim_never_guard_batch(unsigned count, const CUstreamBatchMemOpParams *ops);
+/* A write of value (width bytes) to addr by stream s succeeded: the CPU that sees it is ordered
+ * after s's earlier work. For a batch, its last write. */
+void pg_shim_flag_written(cudaStream_t s, bool ptsz, CUdeviceptr addr, uint64_t value,
+                          unsigned width);
+void pg_shim_batch_written(cudaStream_t s, bool ptsz, unsigned count,
+                           const CUstreamBatchMemOpParams *ops);
+
+/* ---- the driver's entry points handed out by name (pg_lookup.c) ------------------------------ */
+/* What a lookup made from `caller` (a return address) answers for the real function fn: the
+ * wrapper pinguard defines for it, or fn itself (for pinguard's own lookups, the driver's, and
+ * the interposed runtime's: the track-once rule). */
+void *pg_lookup_answer(void *fn, const void *caller);
+
+/* ---- host functions, capture and graphs: what both API layers do (pg_order.c) ------------- */
 /* One enqueue of a host function (cudaLaunchHostFunc, cuLaunchHostFunc) or of a stream callback
  * (cudaStreamAddCallback). The interceptor fills in its real enqueue and the application's
  * arguments; pg_shim_enqueue_hostfn may put a trampoline in fn or cb and its record in arg, then
@@ -146,17 +171,6 @@ typedef struct pg_hostfn_enqueue {
  * so that the host function's CPU accesses are judged by stream order. Returns real's status. */
 int pg_shim_enqueue_hostfn(pg_hostfn_enqueue_t *e, cudaStream_t resolved);
 
-/* The interceptor of a host-function launch, name(stream, fn, user), in both API layers:
- * cudaLaunchHostFunc and cuLaunchHostFunc take the same types (a CUstream is a cudaStream_t, a
- * CUhostFn a cudaHostFn_t). ret is the API's status type, forward its PG_FORWARD macro. */
-#define PG_HOSTFN_INTERCEPTOR(ret, forward, name, ptsz)                                       \
-  static int real_##name(const pg_hostfn_enqueue_t *e) {                                      \
-    return forward(name, e->stream, e->fn, e->arg);                                           \
-  }                                                                                           \
-  PG_INTERCEPT(ret, name, cudaStream_t s, cudaHostFn_t fn, void *user) {                      \
-    pg_hostfn_enqueue_t e = {.real = real_##name, .stream = s, .fn = fn, .arg = user};        \
-    return (ret)pg_shim_enqueue_hostfn(&e, pg_stream_of(s, ptsz));                            \
-  }
 
 /* After a capture's end call returned err (either layer): its ops go to *graph, or go. Returns
  * err. */
@@ -169,37 +183,5 @@ void pg_shim_graph_launch_check(cudaGraphExec_t exec, cudaStream_t s, const char
 /* After an instantiation returned err: *exec runs graph's captured ops. Returns err. */
 int pg_shim_graph_instantiated(int err, cudaGraphExec_t *exec, cudaGraph_t graph);
 
-/* The capture and graph interceptors of both API layers, each defined once: ret is the layer's
- * status type, forward its PG_FORWARD macro. The driver's functions take the runtime's types (a
- * CUgraph is a cudaGraph_t, a CUgraphExec a cudaGraphExec_t), but for the capture mode. */
-#define PG_BEGIN_CAPTURE_INTERCEPTOR(ret, forward, name, ptsz, mode_t)                        \
-  PG_INTERCEPT(ret, name, cudaStream_t s, mode_t mode) {                                      \
-    return PG_AFTER_SUCCESS(forward(name, s, mode),                                           \
-                            pg_on_capture_begin(pg_stream_of(s, ptsz)));                  \
-  }
-#define PG_END_CAPTURE_INTERCEPTOR(ret, forward, name, ptsz)                                  \
-  PG_INTERCEPT(ret, name, cudaStream_t s, cudaGraph_t *graph) {                               \
-    return (ret)pg_shim_capture_ended(pg_stream_of(s, ptsz), forward(name, s, graph), graph); \
-  }
-#define PG_INSTANTIATE_INTERCEPTOR(ret, forward, name)                                        \
-  PG_INTERCEPT(ret, name, cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags) { \
-    return (ret)pg_shim_graph_instantiated(forward(name, exec, graph, flags), exec, graph);   \
-  }
-/* On success the ops captured into the graph become in flight on its launch stream, launched
- * from the interceptor's call site. */
-#define PG_GRAPH_LAUNCH_INTERCEPTOR(ret, forward, name, ptsz)                                 \
-  PG_INTERCEPT(ret, name, cudaGraphExec_t exec, cudaStream_t s) {                             \
-    pg_stack_t st_ = {0};                                                                     \
-    if (pg_shim_start_tracking()) {                                                           \
-      PG_CAPTURE(&st_);                                                                       \
-      pg_shim_graph_launch_check(exec, pg_stream_of(s, ptsz), #name, &st_);                   \
-    }                                                                                         \
-    return PG_AFTER_SUCCESS(forward(name, exec, s),                                           \
-                            pg_on_graph_launch_end(exec, pg_stream_of(s, ptsz), &st_));     \
-  }
-#define PG_GRAPH_EXEC_DESTROY_INTERCEPTOR(ret, forward, name)                                 \
-  PG_INTERCEPT(ret, name, cudaGraphExec_t exec) {                                             \
-    return PG_AFTER_SUCCESS(forward(name, exec), pg_on_graph_exec_destroy(exec));       \
-  }
 
 #endif /* PG_SHIM_H */

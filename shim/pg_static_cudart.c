@@ -1,6 +1,6 @@
 /* pg_static_cudart.c: finds statically linked CUDA runtimes (nvcc links libcudart_static.a by
  * default). Their CUDA calls never reach libcudart.so: pinguard sees them only where they reach
- * the driver (pg_cu_entry.c hands such a runtime the driver wrappers of pg_cu_api.c), which covers
+ * the driver (pg_lookup.c hands such a runtime the driver wrappers), which covers
  * less than the runtime layer does, so it says so: at the default verbosity in one complete line
  * per check that finds any (how many, the first one's name, what is and is not seen; PyTorch's
  * wheels carry about ten), at verbosity=1 one line per object. Loaded objects are checked at

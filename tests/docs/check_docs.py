@@ -6,12 +6,13 @@
   - a Markdown link points at a file that does not exist;
   - README.md's layout table and the repository's folders disagree (a folder missing from the
     table, or a table row naming no folder or file);
-  - README.md's list of tracked CUDA entry points and the CUDA names libpinguard.so exports
-    disagree (given the library: --library PATH);
+  - README.md's list of tracked CUDA entry points and the table of entry points
+    (shim/pg_entries.inc, as pg_entry_list prints it: --entries PROGRAM) disagree;
   - a folder's README.md lacks its header (what it owns, whom it may call), or names as callees
     less than the folder's #include lines reach, or says it reaches a folder through one header
     ("`core/` through `core/pg_engine.h` only") and includes another of that folder.
-    check_docs.py [--root DIR] [--library libpinguard.so]
+    check_docs.py [--root DIR] [--entries pg_entry_list]
+    check_docs.py --entries pg_entry_list --write-entry-points   (rewrites README's list)
     check_docs.py --self-test    (checks tests/docs/broken/, which must give exactly the
                                   problems SELF_TEST_EXPECTED lists)"""
 import argparse
@@ -182,22 +183,21 @@ class Checker:
                           (key, "/" if key in self.dirs else ""))
                 covered.add(key)
 
-    def check_entry_points(self, readme, library):
-        out = subprocess.run(["nm", "-D", "--defined-only", library], capture_output=True,
-                             text=True, check=True).stdout
-        exported = {l.split()[-1] for l in out.splitlines() if l.split()}
-        cuda = {s for s in exported if re.match(r"^(cu[A-Z]|cuda|__cuda)", s)}
+    def check_entry_points(self, readme, entries):
+        """README's list of tracked entry points must be the table's (entries: its rows)."""
         text = open(os.path.join(self.root, readme)).read()
-        m = re.search(r"<!-- entry-points -->(.*?)<!-- /entry-points -->", text, re.S)
+        m = re.search(ENTRY_POINTS_BLOCK, text, re.S)
         if not m:
             self.fail(readme, "has no list of tracked entry points (<!-- entry-points -->)")
             return
+        table = {name for _, name in entries}
         listed = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", m.group(1)))
-        for s in sorted(cuda - listed):
-            self.fail(readme, "the entry-point list lacks %s, which libpinguard.so exports" % s)
-        for s in sorted(listed - cuda):
-            self.fail(readme, "the entry-point list names %s, which libpinguard.so does not "
-                      "export" % s)
+        for s in sorted(table - listed):
+            self.fail(readme, "the entry-point list lacks %s, a row of shim/pg_entries.inc "
+                      "(tests/docs/check_docs.py --write-entry-points rewrites the list)" % s)
+        for s in sorted(listed - table):
+            self.fail(readme, "the entry-point list names %s, which shim/pg_entries.inc does "
+                      "not" % s)
 
     def check_folder_readmes(self, owned):
         for d in owned:
@@ -264,7 +264,7 @@ SELF_TEST_EXPECTED = [
 ]
 
 
-def check_tree(root, library=None, owned=None):
+def check_tree(root, entries=None, owned=None):
     files = repo_files(root)
     ck = Checker(root, files)
     for rel in files:
@@ -276,10 +276,50 @@ def check_tree(root, library=None, owned=None):
             continue
         ck.check_names(rel, comments_only(rel, text))
     ck.check_layout("README.md")
-    if library:
-        ck.check_entry_points("README.md", library)
+    if entries:
+        ck.check_entry_points("README.md", entries)
     ck.check_folder_readmes(OWNED if owned is None else owned)
     return ck.errors, len(files)
+
+
+ENTRY_POINTS_BLOCK = r"<!-- entry-points -->\n(.*?)<!-- /entry-points -->"
+
+
+def read_entries(program):
+    """The table of entry points, as pg_entry_list prints it: (lib, name) per exported name."""
+    out = subprocess.run([program], capture_output=True, text=True, check=True).stdout
+    return [tuple(l.split()[:2]) for l in out.splitlines() if l.strip()]
+
+
+def render_entry_points(entries):
+    """README's list: a paragraph per layer, the names in ASCII order, wrapped at 100."""
+    paras = []
+    for lib, title in (("cudart", "Runtime"), ("cuda", "Driver")):
+        names = sorted(n for l, n in entries if l == lib)
+        words = ["`%s`," % n for n in names]
+        words[-1] = words[-1][:-1] + "."
+        lines, line = [], title + ":"
+        for w in words:
+            if len(line) + 1 + len(w) > 100:
+                lines.append(line)
+                line = w
+            else:
+                line += " " + w
+        lines.append(line)
+        paras.append("\n".join(lines) + "\n")
+    return "\n".join(paras)
+
+
+def write_entry_points(root, entries):
+    path = os.path.join(root, "README.md")
+    text = open(path).read()
+    new = re.sub(ENTRY_POINTS_BLOCK,
+                 lambda m: "<!-- entry-points -->\n" + render_entry_points(entries) +
+                 "<!-- /entry-points -->", text, count=1, flags=re.S)
+    if new != text:
+        open(path, "w").write(new)
+    print("README.md: the list of tracked entry points %s" %
+          ("rewritten" if new != text else "was already the table's"))
 
 
 def self_test():
@@ -296,12 +336,20 @@ def self_test():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", default=os.path.join(os.path.dirname(__file__), "..", ".."))
-    ap.add_argument("--library", help="libpinguard.so, for the entry-point list")
+    ap.add_argument("--entries", help="pg_entry_list, which prints the table of entry points")
+    ap.add_argument("--write-entry-points", action="store_true",
+                    help="rewrite README.md's list of tracked entry points from the table")
     ap.add_argument("--self-test", action="store_true")
     args = ap.parse_args()
     if args.self_test:
         return self_test()
-    errors, nfiles = check_tree(os.path.abspath(args.root), args.library)
+    entries = read_entries(args.entries) if args.entries else None
+    if args.write_entry_points:
+        if not entries:
+            ap.error("--write-entry-points needs --entries")
+        write_entry_points(os.path.abspath(args.root), entries)
+        return 0
+    errors, nfiles = check_tree(os.path.abspath(args.root), entries)
     for e in errors:
         print("docs.check: " + e)
     if errors:

@@ -21,7 +21,7 @@ HELPERS = {
     "pg_stack_capture_here": "an interceptor's call stack, captured in its own frame (pg_stack_t)",
     "pg_stack_capture": "the same, skipping frames (the system-call checks)",
     "pg_shape_make": "a pitched copy's side (pg_op_t's shapes)",
-    "pg_module_named": "whether a loaded object's path names a library (pg_cu_entry.c)",
+    "pg_module_named": "whether a loaded object's path names a library (pg_lookup.c)",
 }
 
 

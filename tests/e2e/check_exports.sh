@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
-# Intent: libpinguard.so never depends on libcudart or libcuda (no DT_NEEDED), and exports only
-# the interposed cuda* and cu* names, dlsym, the interposed libc I/O and signal calls, and the pinguard_* API;
-# each I/O call the shim must interpose is exported.
+# Intent: libpinguard.so never depends on libcudart or libcuda (no DT_NEEDED); its CUDA exports
+# are exactly the names of the table of entry points (shim/pg_entries.inc, printed by
+# pg_entry_list: every row and its _ptsz twin), and besides them only dlsym, the interposed libc
+# I/O and signal calls, and the pinguard_* API; each I/O call the shim must interpose is exported.
 #
-# TEST: exports BARE ARGS $<TARGET_FILE:pinguard>
+# TEST: exports BARE ARGS $<TARGET_FILE:pinguard> $<TARGET_FILE:pg_entry_list>
 set -u
 lib=$1
+list=$2
 fail=0
+cuda_exports=$(nm -D --defined-only "$lib" | awk '{print $3}' | sed 's/@.*//' |
+               grep -E '^(cuda|cu[A-Z]|__cuda)' | sort)
+table=$("$list" | awk '{print $2}' | sort)
+if [ -z "$table" ] || [ "$cuda_exports" != "$table" ]; then
+  echo "FAIL: the CUDA exports differ from the table of entry points (< exported, > table):"
+  diff <(echo "$cuda_exports") <(echo "$table"); fail=1
+fi
 if readelf -d "$lib" | grep -i 'NEEDED' | grep -Eq 'libcudart|libcuda\.so'; then
   echo "FAIL: $lib has a DT_NEEDED on libcudart or libcuda"; readelf -d "$lib" | grep NEEDED; fail=1
 fi

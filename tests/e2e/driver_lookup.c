@@ -1,5 +1,5 @@
 /* driver_lookup.c: how clients that reach the driver without the runtime find its functions,
- * and what pinguard must hand them (shim/pg_cu_entry.c, shim/pg_dlsym.S):
+ * and what pinguard must hand them (shim/pg_lookup.c, shim/pg_dlsym.S):
  *   - dlsym(handle of libcuda.so.1, "cu...") of a function pinguard wraps: pinguard's wrapper;
  *     of one it does not wrap: the driver's own, untouched;
  *   - the same lookup again: the same answer;

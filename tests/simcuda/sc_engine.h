@@ -44,6 +44,9 @@ cudaError_t sc_stream_get_flags(cudaStream_t h, unsigned int *flags, bool ptsz);
 cudaError_t sc_stream_get_device(cudaStream_t h, int *device, bool ptsz);
 cudaError_t sc_wait_event(cudaStream_t h, cudaEvent_t event, unsigned flags, bool ptsz);
 cudaError_t sc_host_func(cudaStream_t h, cudaHostFn_t fn, void *data, bool ptsz);
+/* cudaStreamAddCallback (flags must be 0; not capturable, as in CUDA). */
+cudaError_t sc_stream_add_callback(cudaStream_t h, cudaStreamCallback_t fn, void *data,
+                                  unsigned flags, bool ptsz);
 cudaError_t sc_device_synchronize(void);
 
 /* sc_event.c */

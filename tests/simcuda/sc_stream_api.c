@@ -153,8 +153,8 @@ static void sc_run_callback(void *p) {
   free(cb);
 }
 
-static cudaError_t sc_add_callback(cudaStream_t h, cudaStreamCallback_t fn, void *data,
-                                   unsigned flags, bool ptsz) {
+cudaError_t sc_stream_add_callback(cudaStream_t h, cudaStreamCallback_t fn, void *data,
+                                  unsigned flags, bool ptsz) {
   cudaError_t err = cudaSuccess;
   sc_stream *s = sc_stream_get(h, ptsz, &err);
   if (!s) return sc_ret(err);
@@ -178,11 +178,11 @@ static cudaError_t sc_add_callback(cudaStream_t h, cudaStreamCallback_t fn, void
 SC_API cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback,
                                          void *userData, unsigned int flags) {
   SC_ENTER("cudaStreamAddCallback");
-  return sc_add_callback(stream, callback, userData, flags, false);
+  return sc_stream_add_callback(stream, callback, userData, flags, false);
 }
 
 SC_API cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback,
                                               void *userData, unsigned int flags) {
   SC_ENTER("cudaStreamAddCallback");
-  return sc_add_callback(stream, callback, userData, flags, true);
+  return sc_stream_add_callback(stream, callback, userData, flags, true);
 }

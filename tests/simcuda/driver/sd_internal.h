@@ -40,6 +40,11 @@ CUresult sd_result(cudaError_t err);
     return sd_result(sd_err_);                       \
   } while (0)
 
+/* The function of a row of pinguard's table of entry points under its exported name, plain or
+ * (ptsz) its per-thread twin where it has one (sd_entries.c); NULL for a name not in the table.
+ * For the rows this driver implements natively, that is the native function. */
+void *sd_entry_address(const char *symbol, bool ptsz);
+
 /* The engine's private entry (sd_engine.c): the address of an engine function by name. */
 void *simcuda_driver_engine(const char *name);
 

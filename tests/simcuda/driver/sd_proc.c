@@ -8,7 +8,9 @@
  *   - CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM selects the _ptsz/_ptds variant of a function
  *     that has one; 0 (CU_GET_PROC_ADDRESS_DEFAULT, as the driver sees it) and
  *     CU_GET_PROC_ADDRESS_LEGACY_STREAM the plain one;
- *   - an unknown name is CUDA_ERROR_NOT_FOUND with CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND.
+ *   - an unknown name is CUDA_ERROR_NOT_FOUND with CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+ *   - a row of pinguard's table of entry points this table lacks is answered under its exported
+ *     name (sd_entries.c), so that tracking a new driver entry point needs no row here.
  * One simcuda-only name is answered too: "simcuda_driver_engine" (sd_engine.c). */
 #include <string.h>
 
@@ -188,6 +190,18 @@ SD_API CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int 
       status = CU_GET_PROC_ADDRESS_SUCCESS;
     }
     break;
+  }
+  /* A row of pinguard's table of entry points that this table lacks (sd_entries.c): answered
+   * under its exported name, at any version, unless the name is one of this table's functions
+   * under another name (the driver answers base names only). */
+  if (status == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND) {
+    void *fn = sd_entry_address(symbol, ptsz);
+    for (size_t i = 0; fn && i < sizeof sd_procs / sizeof sd_procs[0]; i++)
+      if (sd_procs[i].fn == fn || sd_procs[i].fn_ptsz == fn) fn = NULL;
+    if (fn) {
+      *pfn = fn;
+      status = CU_GET_PROC_ADDRESS_SUCCESS;
+    }
   }
   if (symbolStatus) *symbolStatus = status;
   return status == CU_GET_PROC_ADDRESS_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;

@@ -1,4 +1,4 @@
-/* pg_cu_entry.c: getting in front of the driver. Clients that use the driver API rarely call a
+/* pg_lookup.c: getting in front of the driver. Clients that use the driver API rarely call a
  * cu* symbol by name: they ask for each function's address, in one of three ways, and pinguard
  * answers each with its own wrapper for exactly the variant the driver returned:
  *   cuGetProcAddress / cuGetProcAddress_v2 (every runtime, cuda-python): the real one is asked
@@ -23,13 +23,6 @@
 #include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
-
-/* cudaGetDriverEntryPoint is deprecated in CUDA 13; pinguard still wraps it for older clients. */
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-#include <cuda.h>
-#undef cuGetProcAddress /* the header maps it to _v2; pinguard wraps both, by their own names */
-CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
-                                  cuuint64_t flags);
 
 #include "pg_intercept.h"
 #include "pg_shim.h"
@@ -138,35 +131,7 @@ __attribute__((visibility("hidden"))) void *pg_dlsym_driver(void *handle, const 
 }
 
 /* ---- cuGetProcAddress and the runtime's entry-point queries ---------------------------------- */
-#define CALLER() __builtin_extract_return_addr(__builtin_return_address(0))
-
-PG_INTERCEPT(CUresult, cuGetProcAddress_v2, const char *symbol, void **pfn, int version,
-             cuuint64_t flags, CUdriverProcAddressQueryResult *status) {
-  CUresult r =
-      PG_FORWARD_OR(CUDA_ERROR_NOT_FOUND, cuGetProcAddress_v2, symbol, pfn, version, flags, status);
-  if (r == CUDA_SUCCESS && pfn && swaps_for(CALLER())) *pfn = swap(*pfn);
-  return r;
-}
-
-PG_INTERCEPT(CUresult, cuGetProcAddress, const char *symbol, void **pfn, int version,
-             cuuint64_t flags) {
-  CUresult r = PG_FORWARD_OR(CUDA_ERROR_NOT_FOUND, cuGetProcAddress, symbol, pfn, version, flags);
-  if (r == CUDA_SUCCESS && pfn && swaps_for(CALLER())) *pfn = swap(*pfn);
-  return r;
-}
-
-PG_INTERCEPT(cudaError_t, cudaGetDriverEntryPoint, const char *symbol, void **pfn,
-             unsigned long long flags, enum cudaDriverEntryPointQueryResult *status) {
-  cudaError_t r = PG_FORWARD(cudaGetDriverEntryPoint, symbol, pfn, flags, status);
-  if (r == cudaSuccess && pfn && swaps_for(CALLER())) *pfn = swap(*pfn);
-  return r;
-}
-
-PG_INTERCEPT(cudaError_t, cudaGetDriverEntryPointByVersion, const char *symbol, void **pfn,
-             unsigned int version, unsigned long long flags,
-             enum cudaDriverEntryPointQueryResult *status) {
-  cudaError_t r = PG_FORWARD(cudaGetDriverEntryPointByVersion, symbol, pfn, version, flags,
-                             status);
-  if (r == cudaSuccess && pfn && swaps_for(CALLER())) *pfn = swap(*pfn);
-  return r;
+/* pg_shim.h; their interceptors are the entry_lookup kind (pg_entry_kinds.h). */
+void *pg_lookup_answer(void *fn, const void *caller) {
+  return swaps_for(caller) ? swap(fn) : fn;
 }
