@@ -1,5 +1,6 @@
 /* Intent: the driver API's other ways to enqueue work are tracked like the runtime's:
- * cuLaunchKernelEx and cuLaunchCooperativeKernel, host functions (cuLaunchHostFunc), and stream
+ * cuLaunchKernelEx and cuLaunchCooperativeKernel, host functions (cuLaunchHostFunc) and stream
+ * callbacks (cuStreamAddCallback), and stream
  * capture with graphs (cuStreamBeginCapture_v2 ... cuStreamEndCapture, cuGraphInstantiateWithFlags,
  * cuGraphLaunch), found by name or through cuGetProcAddress_v2, whose flags choose the _ptsz
  * variants.
@@ -23,6 +24,8 @@
  *                cannot wait for inside a host function;
  *   hostfn_ptsz  the same on the per-thread default stream (cuLaunchHostFunc_ptsz and the _ptsz
  *                copy);
+ *   callback, callback_ptsz  the same with a stream callback (cuStreamAddCallback and its _ptsz
+ *                twin) in place of the host function;
  *   graph        a host->device copy from the buffer captured into a graph on one stream; the
  *                CPU fills the buffer (guard pages: the captured copy has not run, so no
  *                report), the graph is launched on another stream, then the buffer is freed
@@ -60,10 +63,12 @@
 // in both modes. The fixed twin must see the bytes stream order gives, and never wait.
 // CASE: driver.${how}.${c}.bug.${mode} MODE ${mode} EXPECT cpu-read-during-device-write EXIT 23
 //   ARGS ${how} ${c} bug STDOUT "host functions done" ENV ${GUARD_ENV}
-//   FOR how IN linked procaddr FOR c IN hostfn hostfn_ptsz FOR mode IN audit enforce
+//   FOR how IN linked procaddr FOR c IN hostfn hostfn_ptsz callback callback_ptsz
+//   FOR mode IN audit enforce
 // CASE: driver.${how}.${c}.fixed.${mode} MODE ${mode} EXPECT none ARGS ${how} ${c} fixed
 //   STDOUT "the host function saw the bytes stream order gives" ENV ${GUARD_ENV} TIMEOUT ${t}
-//   FOR how IN linked procaddr FOR c IN hostfn hostfn_ptsz FOR mode/t IN audit/60 enforce/30
+//   FOR how IN linked procaddr FOR c IN hostfn hostfn_ptsz callback callback_ptsz
+//   FOR mode/t IN audit/60 enforce/30
 // CASE: driver.${how}.graph_hostfn.bug.${mode} MODE ${mode} EXPECT cpu-read-during-device-write
 //   EXIT 23 ARGS ${how} graph_hostfn bug STDOUT "the graph's host function ran 2 times"
 //   ENV ${GUARD_ENV} FOR how IN linked procaddr FOR mode IN audit enforce
@@ -116,6 +121,7 @@ typedef CUresult (*copy_htod_fn)(CUdeviceptr, const void *, size_t, CUstream);
 typedef CUresult (*copy_dtoh_fn)(void *, CUdeviceptr, size_t, CUstream);
 typedef CUresult (*launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
 typedef CUresult (*host_func_fn)(CUstream, CUhostFn, void *);
+typedef CUresult (*add_callback_fn)(CUstream, CUstreamCallback, void *, unsigned);
 typedef CUresult (*begin_capture_fn)(CUstream, CUstreamCaptureMode);
 typedef CUresult (*end_capture_fn)(CUstream, CUgraph *);
 typedef CUresult (*graph_launch_fn)(CUgraphExec, CUstream);
@@ -147,6 +153,7 @@ static struct {
   CUresult (*launch_coop)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                           unsigned, CUstream, void **);
   host_func_fn host_func, host_func_ptsz;
+  add_callback_fn add_callback, add_callback_ptsz;
   begin_capture_fn begin_capture, begin_capture_ptsz;
   end_capture_fn end_capture, end_capture_ptsz;
   CUresult (*instantiate)(CUgraphExec *, CUgraph, unsigned long long);
@@ -167,6 +174,7 @@ extern CUresult cuMemcpyDtoHAsync_v2_ptsz(void *, CUdeviceptr, size_t, CUstream)
 extern CUresult cuMemsetD8Async_ptsz(CUdeviceptr, unsigned char, size_t, CUstream);
 extern CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *, CUfunction, void **, void **);
 extern CUresult cuLaunchHostFunc_ptsz(CUstream, CUhostFn, void *);
+extern CUresult cuStreamAddCallback_ptsz(CUstream, CUstreamCallback, void *, unsigned);
 extern CUresult cuStreamBeginCapture_v2_ptsz(CUstream, CUstreamCaptureMode);
 extern CUresult cuStreamEndCapture_ptsz(CUstream, CUgraph *);
 extern CUresult cuGraphLaunch_ptsz(CUgraphExec, CUstream);
@@ -201,6 +209,8 @@ static void find_linked(void) {
   drv.launch_coop = cuLaunchCooperativeKernel;
   drv.host_func = cuLaunchHostFunc;
   drv.host_func_ptsz = cuLaunchHostFunc_ptsz;
+  drv.add_callback = cuStreamAddCallback;
+  drv.add_callback_ptsz = cuStreamAddCallback_ptsz;
   drv.begin_capture = cuStreamBeginCapture_v2;
   drv.begin_capture_ptsz = cuStreamBeginCapture_v2_ptsz;
   drv.end_capture = cuStreamEndCapture;
@@ -263,6 +273,8 @@ static void find_by_proc_address(void) {
   drv.launch_coop = LEGACY("cuLaunchCooperativeKernel");
   drv.host_func = LEGACY("cuLaunchHostFunc");
   drv.host_func_ptsz = PTDS("cuLaunchHostFunc");
+  drv.add_callback = LEGACY("cuStreamAddCallback");
+  drv.add_callback_ptsz = PTDS("cuStreamAddCallback");
   drv.begin_capture = LEGACY("cuStreamBeginCapture");
   drv.begin_capture_ptsz = PTDS("cuStreamBeginCapture");
   drv.end_capture = LEGACY("cuStreamEndCapture");
@@ -280,6 +292,13 @@ static unsigned char seen;
 static void CUDA_CB read_mid(void *unused) {
   (void)unused;
   seen = host[BYTES / 2];
+}
+
+/* The same read as a stream callback, which also gets its stream and a status. */
+static bool callbacks; /* the host function cases enqueue stream callbacks instead */
+static void CUDA_CB read_mid_callback(CUstream s, CUresult status, void *unused) {
+  (void)s;
+  if (status == CUDA_SUCCESS) read_mid(unused);
 }
 
 static int runs;
@@ -322,7 +341,10 @@ static bool hostfn_round(CUdeviceptr d, CUstream s, CUstream other, bool bug) {
     CK(drv.dtoh(host, d, BYTES, other));
   else /* device work ahead of the host function keeps it queued until the copy is in flight */
     CK(drv.memset(d + BYTES, 0, BYTES, s));
-  CK(drv.host_func(s, read_mid, NULL));
+  if (callbacks)
+    CK(drv.add_callback(s, read_mid_callback, NULL, 0));
+  else
+    CK(drv.host_func(s, read_mid, NULL));
   if (!bug) CK(drv.dtoh(host, d, BYTES, s));
   CK(drv.stream_sync(s));
   CK(drv.stream_sync(other));
@@ -379,6 +401,7 @@ int main(int argc, char **argv) {
     drv.memset = drv.memset_ptsz;
     drv.launch_ex = drv.launch_ex_ptsz;
     drv.host_func = drv.host_func_ptsz;
+    drv.add_callback = drv.add_callback_ptsz;
     drv.begin_capture = drv.begin_capture_ptsz;
     drv.end_capture = drv.end_capture_ptsz;
     drv.graph_launch = drv.graph_launch_ptsz;
@@ -404,7 +427,8 @@ int main(int argc, char **argv) {
     if (!bug) CK(drv.event_sync(e));
     printf("checksum %lu\n", checksum(host)); /* the CPU reads what the kernel writes */
     CK(drv.stream_sync(own));
-  } else if (strcmp(c, "hostfn") == 0 || strcmp(c, "hostfn_ptsz") == 0) {
+  } else if (strncmp(c, "hostfn", 6) == 0 || strncmp(c, "callback", 8) == 0) {
+    callbacks = c[0] == 'c';
     bool ok = true;
     for (int round = 0; round < 2; round++) ok = hostfn_round(d, own, s2, bug) && ok;
     if (!bug) puts(ok ? "the host function saw the bytes stream order gives"
