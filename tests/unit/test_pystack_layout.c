@@ -63,6 +63,10 @@ static void build(void) {
 }
 static void set_top(frame_t *f) { ts.frame = f; }
 static int32_t want_offset(int i) { return PY_VERSION_HEX < 0x030A0000 ? 3 * i : 6 * i; }
+/* One code unit further (bytes in 3.9: 2 of them), and another code object, in place. */
+#define UNIT 1
+static void bump_instr(int i) { frames[i].f_lasti += PY_VERSION_HEX < 0x030A0000 ? 2 : 1; }
+static void set_code(int i, PyCodeObject *co) { frames[i].f_code = co; }
 #else
 typedef _PyInterpreterFrame frame_t;
 static frame_t frames[N];
@@ -103,6 +107,21 @@ static void set_top(frame_t *f) {
 #endif
 }
 static int32_t want_offset(int i) { return 6 * i; } /* 3 code units of 2 bytes */
+#define UNIT 1
+static void bump_instr(int i) {
+#if PY_VERSION_HEX >= 0x030D0000
+  frames[i].instr_ptr += 1;
+#else
+  frames[i].prev_instr += 1;
+#endif
+}
+static void set_code(int i, PyCodeObject *co) {
+#if PY_VERSION_HEX >= 0x030D0000
+  frames[i].f_executable = (PyObject *)co;
+#else
+  frames[i].f_code = co;
+#endif
+}
 #endif
 
 static void capture(pg_stack_t *st, const void *tstate) {
@@ -159,6 +178,34 @@ static void checks(const char *pass) {
     CHECK(st.py_offset[i] == want_offset(i), "frame %d: offset %d, want %d", i, st.py_offset[i],
           want_offset(i));
   }
+
+  /* The same chain again, then one word changed in place deep in it (an instruction, a code
+   * object), then a frame turned into a shim (3.12+): each capture gives the chain as it is
+   * now, where the safe-load reader may copy its last walk's frames once it finds every word
+   * that walk read unchanged (a loop launching from the same code). */
+  capture(&st, &ts);
+  CHECK(st.py_depth == N && st.py_code[N - 1] == &codes[N - 1].co &&
+            st.py_offset[N - 1] == want_offset(N - 1),
+        "again: depth %u", st.py_depth);
+  bump_instr(N - 1);
+  capture(&st, &ts);
+  CHECK(st.py_depth == N && st.py_offset[N - 1] == want_offset(N - 1) + 2 * UNIT,
+        "an instruction moved: offset %d, want %d", st.py_offset[N - 1],
+        want_offset(N - 1) + 2 * UNIT);
+  capture(&st, &ts);
+  CHECK(st.py_depth == N && st.py_offset[N - 1] == want_offset(N - 1) + 2 * UNIT,
+        "the moved instruction again: offset %d", st.py_offset[N - 1]);
+  set_code(N - 2, &codes[0].co);
+  capture(&st, &ts);
+  CHECK(st.py_depth == N && st.py_code[N - 2] == &codes[0].co, "a code object replaced");
+#if PY_VERSION_HEX >= 0x030C0000
+  build();
+  capture(&st, &ts);
+  frames[2].owner = FRAME_OWNED_BY_CSTACK;
+  capture(&st, &ts);
+  CHECK(st.py_depth == N - 1 && st.py_code[2] == &codes[3].co, "a frame turned shim: depth %u",
+        st.py_depth);
+#endif
 
 #if PY_VERSION_HEX >= 0x030C0000
   /* A shim frame the evaluation loop pushes on the C stack carries no code: skipped. */
