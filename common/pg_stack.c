@@ -258,9 +258,20 @@ static inline pg_unwind_end_t tail_from_memo(const tail_memo_t *mm, pg_unwind_re
   if (mm->pc != r.pc || mm->sp != r.sp || mm->fp != r.fp || mm->from != n ||
       mm->max != max_depth || max_depth == 0)
     return PG_UNWIND_NO_MEMO;
-  for (unsigned i = 0; i < mm->log.n; i++)
-    if (*(const volatile uintptr_t *)mm->log.at[i] != mm->log.val[i]) return PG_UNWIND_NO_MEMO;
-  for (unsigned i = n; i < mm->to; i++) out->pc[i] = mm->tail[i - n];
+  /* Every word read, two at a time, one branch at the end: the words lie above the break
+   * frame's sp, which is this capture's too, in the live stack, so reading past one that
+   * differs is harmless. */
+  const uintptr_t *at = mm->log.at, *val = mm->log.val, *pair_end = at + (mm->log.n & ~1u);
+  uintptr_t d = 0;
+  for (; at != pair_end; at += 2, val += 2)
+    d |= (*(const volatile uintptr_t *)at[0] ^ val[0]) |
+         (*(const volatile uintptr_t *)at[1] ^ val[1]);
+  if (mm->log.n & 1) d |= *(const volatile uintptr_t *)at[0] ^ val[0];
+  if (d) return PG_UNWIND_NO_MEMO;
+  /* The frames, four at a time while four remain (out->pc has room for them: to <= max). */
+  unsigned j = n;
+  for (; j + 4 <= mm->to; j += 4) memcpy(&out->pc[j], &mm->tail[j - n], 4 * sizeof out->pc[0]);
+  for (; j < mm->to; j++) out->pc[j] = mm->tail[j - n];
   *m = mm->to;
   *only_end = mm->only_end;
   return (pg_unwind_end_t)mm->end;

@@ -61,16 +61,17 @@ static inline __attribute__((always_inline)) void pg_pyframes_copy(const void **
 }
 
 /* Copies the valid part of a stack (a stack record is a few hundred bytes, mostly unused). The
- * header and, for a stack of up to PG_STACK_SHORT frames, those frames go as fixed-size blocks
- * (a few moves instead of a loop; slots past depth carry whatever they held and are never read),
- * and the Python frames in blocks of four (pg_pyframes_copy). */
+ * header, then the frames in fixed-size blocks of PG_STACK_SHORT (a few moves each instead of a
+ * loop over frames; slots past depth carry whatever they held and are never read), and the
+ * Python frames in blocks of four (pg_pyframes_copy). */
 #define PG_STACK_SHORT 4
+_Static_assert(PG_STACK_MAX % PG_STACK_SHORT == 0, "pg_stack_copy copies frames in blocks");
 static inline void pg_stack_copy(pg_stack_t *dst, const pg_stack_t *src) {
   memcpy(dst, src, offsetof(pg_stack_t, pc)); /* depth, flags, tid, py_depth */
-  if (__builtin_expect(src->depth <= PG_STACK_SHORT, 1)) {
-    memcpy(dst->pc, src->pc, PG_STACK_SHORT * sizeof src->pc[0]);
-  } else {
-    for (unsigned i = 0; i < src->depth && i < PG_STACK_MAX; i++) dst->pc[i] = src->pc[i];
+  memcpy(dst->pc, src->pc, PG_STACK_SHORT * sizeof src->pc[0]);
+  if (__builtin_expect(src->depth > PG_STACK_SHORT, 0)) { /* the rest, four at a time */
+    for (unsigned i = PG_STACK_SHORT; i < src->depth && i < PG_STACK_MAX; i += PG_STACK_SHORT)
+      memcpy(&dst->pc[i], &src->pc[i], PG_STACK_SHORT * sizeof src->pc[0]);
   }
   pg_pyframes_copy(dst->py_code, dst->py_offset, src->py_code, src->py_offset,
                    src->py_depth < PG_PYSTACK_MAX ? src->py_depth : PG_PYSTACK_MAX);
