@@ -268,10 +268,12 @@ static inline pg_unwind_end_t tail_from_memo(const tail_memo_t *mm, pg_unwind_re
          (*(const volatile uintptr_t *)at[1] ^ val[1]);
   if (mm->log.n & 1) d |= *(const volatile uintptr_t *)at[0] ^ val[0];
   if (d) return PG_UNWIND_NO_MEMO;
-  /* The frames, four at a time while four remain (out->pc has room for them: to <= max). */
-  unsigned j = n;
-  for (; j + 4 <= mm->to; j += 4) memcpy(&out->pc[j], &mm->tail[j - n], 4 * sizeof out->pc[0]);
-  for (; j < mm->to; j++) out->pc[j] = mm->tail[j - n];
+  /* The frames, four at a time while out->pc has room for four (slots past mm->to then get
+   * whatever the memo's held: past the depth, never read), the last few one by one. */
+  void **dst = &out->pc[n], **end = &out->pc[mm->to], **room = &out->pc[PG_STACK_MAX - 4];
+  void *const *src = mm->tail;
+  for (; dst < end && dst <= room; dst += 4, src += 4) memcpy(dst, src, 4 * sizeof *dst);
+  for (; dst < end; dst++, src++) *dst = *src;
   *m = mm->to;
   *only_end = mm->only_end;
   return (pg_unwind_end_t)mm->end;
