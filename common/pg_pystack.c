@@ -282,73 +282,73 @@ typedef struct py_memo {
   memo_words_t w[MEMO_FRAMES];
 } py_memo_t;
 /* Whether each of the memo's `frames` frames (their words ending at `end`), from `frame` on,
- * holds the words kept, read again with safe loads (a fault: false). The loop is written out:
- * per frame the loads, the word compares and the count (11 instructions, 14 with an owner
- * word), where the compiler's took 14 and 17. Each frame's link is its last load, the next
- * frame's address. */
+ * holds the words kept, read again with safe loads (a fault: false). A frame's check is written
+ * out: its loads (in the safe-load table), the compares against the memo's words, two branches;
+ * its link, the last load, is the next frame's address. Memory operands, so that the offsets
+ * need not be constants where the compiler does not fold them (-O0). */
 static inline __attribute__((always_inline)) bool memo_frames_same(const layout_t *L,
                                                                    uintptr_t frame,
                                                                    const memo_words_t *end,
                                                                    uint32_t frames) {
+  /* w: the frame's words, `at` bytes before `end` (the count is the index: an add, a branch) */
   intptr_t at = -(intptr_t)frames * (intptr_t)sizeof(memo_words_t);
-  uintptr_t c, x, o;
-  _Static_assert(sizeof(memo_words_t) == 32 && offsetof(memo_words_t, back) == 8 &&
-                     offsetof(memo_words_t, instr) == 16 && offsetof(memo_words_t, owner) == 24,
-                 "the check's offsets");
-  if (L->f_owner >= 0 && L->owner_cstack >= 0) {
-    __asm__ volatile goto("1:\n\t"
-                 "2: movq %c[oc](%[f]), %[c]\n\t"
-                 "3: movq %c[ox](%[f]), %[x]\n\t"
-                 "4: movq %c[oo](%[f]), %[o]\n\t"
-                 "5: movq %c[ob](%[f]), %[f]\n\t"
-                 "xorq (%[e],%[at]), %[c]\n\t"
-                 "xorq 16(%[e],%[at]), %[x]\n\t"
-                 "xorq 24(%[e],%[at]), %[o]\n\t"
-                 "orq %[x], %[c]\n\t"
-                 "orq %[o], %[c]\n\t"
-                 "jne %l[differ]\n\t"
-                 "cmpq 8(%[e],%[at]), %[f]\n\t"
-                 "jne %l[differ]\n\t"
-                 "addq $32, %[at]\n\t"
-                 "jnz 1b\n\t"
-                 ".pushsection pg_safeload_table, \"a\"\n\t"
-                 ".balign 4\n\t"
-                 ".long 2b - .\n\t.long %l[differ] - .\n\t"
-                 ".long 3b - .\n\t.long %l[differ] - .\n\t"
-                 ".long 4b - .\n\t.long %l[differ] - .\n\t"
-                 ".long 5b - .\n\t.long %l[differ] - .\n\t"
-                 ".popsection"
-                 : [f] "+&r"(frame), [at] "+&r"(at), [c] "=&r"(c), [x] "=&r"(x), [o] "=&r"(o)
-                 : [e] "r"(end), [oc] "i"(L->f_code), [ox] "i"(L->f_instr),
-                   [ob] "i"(L->f_back), [oo] "i"((unsigned)L->f_owner & ~7u)
-                 : "cc", "memory"
-                 : differ);
-  } else {
-    (void)o;
-    __asm__ volatile goto("1:\n\t"
-                 "2: movq %c[oc](%[f]), %[c]\n\t"
-                 "3: movq %c[ox](%[f]), %[x]\n\t"
-                 "4: movq %c[ob](%[f]), %[f]\n\t"
-                 "xorq (%[e],%[at]), %[c]\n\t"
-                 "xorq 16(%[e],%[at]), %[x]\n\t"
-                 "orq %[x], %[c]\n\t"
-                 "jne %l[differ]\n\t"
-                 "cmpq 8(%[e],%[at]), %[f]\n\t"
-                 "jne %l[differ]\n\t"
-                 "addq $32, %[at]\n\t"
-                 "jnz 1b\n\t"
-                 ".pushsection pg_safeload_table, \"a\"\n\t"
-                 ".balign 4\n\t"
-                 ".long 2b - .\n\t.long %l[differ] - .\n\t"
-                 ".long 3b - .\n\t.long %l[differ] - .\n\t"
-                 ".long 4b - .\n\t.long %l[differ] - .\n\t"
-                 ".popsection"
-                 : [f] "+&r"(frame), [at] "+&r"(at), [c] "=&r"(c), [x] "=&r"(x)
-                 : [e] "r"(end), [oc] "i"(L->f_code), [ox] "i"(L->f_instr),
-                   [ob] "i"(L->f_back)
-                 : "cc", "memory"
-                 : differ);
-  }
+  do {
+    const memo_words_t *w = (const memo_words_t *)((const char *)end + at);
+    uintptr_t c, x, o;
+#define MEMO_AT(off) (*(const uintptr_t *)(frame + (off)))
+    if (L->f_owner >= 0 && L->owner_cstack >= 0) {
+      __asm__ volatile goto("2: movq %[mc], %[c]\n\t"
+                            "3: movq %[mx], %[x]\n\t"
+                            "4: movq %[mo], %[o]\n\t"
+                            "5: movq %[mb], %[n]\n\t"
+                            "xorq %[wc], %[c]\n\t"
+                            "xorq %[wx], %[x]\n\t"
+                            "xorq %[wo], %[o]\n\t"
+                            "orq %[x], %[c]\n\t"
+                            "orq %[o], %[c]\n\t"
+                            "jne %l[differ]\n\t"
+                            "cmpq %[wb], %[n]\n\t"
+                            "jne %l[differ]\n\t"
+                            ".pushsection pg_safeload_table, \"a\"\n\t"
+                            ".balign 4\n\t"
+                            ".long 2b - .\n\t.long %l[differ] - .\n\t"
+                            ".long 3b - .\n\t.long %l[differ] - .\n\t"
+                            ".long 4b - .\n\t.long %l[differ] - .\n\t"
+                            ".long 5b - .\n\t.long %l[differ] - .\n\t"
+                            ".popsection"
+                            : [c] "=&r"(c), [x] "=&r"(x), [o] "=&r"(o), [n] "=&r"(frame)
+                            : [mc] "m"(MEMO_AT(L->f_code)), [mx] "m"(MEMO_AT(L->f_instr)),
+                              [mo] "m"(MEMO_AT((unsigned)L->f_owner & ~7u)),
+                              [mb] "m"(MEMO_AT(L->f_back)), [wc] "m"(w->code),
+                              [wx] "m"(w->instr), [wo] "m"(w->owner), [wb] "m"(w->back)
+                            : "cc"
+                            : differ);
+    } else {
+      (void)o;
+      __asm__ volatile goto("2: movq %[mc], %[c]\n\t"
+                            "3: movq %[mx], %[x]\n\t"
+                            "4: movq %[mb], %[n]\n\t"
+                            "xorq %[wc], %[c]\n\t"
+                            "xorq %[wx], %[x]\n\t"
+                            "orq %[x], %[c]\n\t"
+                            "jne %l[differ]\n\t"
+                            "cmpq %[wb], %[n]\n\t"
+                            "jne %l[differ]\n\t"
+                            ".pushsection pg_safeload_table, \"a\"\n\t"
+                            ".balign 4\n\t"
+                            ".long 2b - .\n\t.long %l[differ] - .\n\t"
+                            ".long 3b - .\n\t.long %l[differ] - .\n\t"
+                            ".long 4b - .\n\t.long %l[differ] - .\n\t"
+                            ".popsection"
+                            : [c] "=&r"(c), [x] "=&r"(x), [n] "=&r"(frame)
+                            : [mc] "m"(MEMO_AT(L->f_code)), [mx] "m"(MEMO_AT(L->f_instr)),
+                              [mb] "m"(MEMO_AT(L->f_back)), [wc] "m"(w->code),
+                              [wx] "m"(w->instr), [wb] "m"(w->back)
+                            : "cc"
+                            : differ);
+    }
+#undef MEMO_AT
+  } while ((at += (intptr_t)sizeof(memo_words_t)) != 0);
   return true;
 differ:
   return false;
