@@ -64,7 +64,7 @@ static const layout_t layouts[] = {
 #define ASCII_LENGTH 16
 #define ASCII_STATE 32
 
-const void *volatile pg_pystack_layout; /* the layout_t in use; NULL: capture off */
+const void *volatile pg_pystack_layout; /* capture_fns' entry in use; NULL: capture off */
 /* The layout of the interpreter found, whether or not every capture uses it: a report's CPU side
  * is read with it once, at report time (pg_pystack_capture_now), and frames are resolved with it. */
 static const void *volatile g_found_layout;
@@ -520,11 +520,12 @@ static void (*const capture_fns[])(pg_stack_t *) = {capture_0, capture_1, captur
                                                     capture_4};
 _Static_assert(sizeof capture_fns / sizeof capture_fns[0] == NLAYOUTS, "functions per layout");
 
-/* Most processes are not Python: one load and out. */
+/* Most processes are not Python: one load and out. pg_pystack_layout is the capture_fns entry
+ * of the layout in use, so a capture is one indirect jump. */
 void pg_pystack_capture(pg_stack_t *out) {
   out->py_depth = 0;
-  const layout_t *L = pg_pystack_layout;
-  if (L) capture_fns[L - layouts](out);
+  void (*const *capture)(pg_stack_t *) = pg_pystack_layout;
+  if (capture) (*capture)(out);
 }
 
 void pg_pystack_capture_now(pg_stack_t *out) {
@@ -600,7 +601,7 @@ pg_py_state_t pg_pystack_init(bool enable, unsigned *version) {
   if (vm_read(getpid(), copy, probe, BLOCK) != BLOCK) return g_state;
   g_state = PG_PY_READY;
   g_found_layout = L;
-  if (enable) pg_pystack_layout = L;
+  if (enable) pg_pystack_layout = &capture_fns[L - layouts];
   return g_state;
 }
 
