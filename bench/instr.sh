@@ -40,7 +40,11 @@
 #                   engine's launch loop pays. Measured against the same loop without pinguard
 #                   (tracked by nothing, so no record); pinguard runs with its default options
 #                   (guard pages and Python stacks on), not guard=0. N defaults to 6,400. The
-#                   JSON gains "ratio": the loop's instructions with pinguard over without
+#                   JSON gains "ratio": the loop's instructions with pinguard over without.
+#                   With --pinned the kernel's first parameter points into a pinned buffer (a
+#                   tracked launch: a stack with the 12 Python frames, a completion event), each
+#                   batch of 64 behind the gate, measured against runtime + record as the
+#                   launch case's --pinned is (the ratio then over runtime + record)
 #     --case torchcopy PyTorch's loop of 4 KiB pinned.copy_(dev, non_blocking=True)
 #                   (bench/torch_copy.py, the torch venv's python: $TORCH_PYTHON, default
 #                   .venv-torch/bin/python) on simcuda, with pinguard's default options, against
@@ -129,7 +133,9 @@ case $case in
          prog=("${PYTHON:-/usr/bin/python3}" "$here/py_launch.py" --kernel "$params" "$helper")
          pre="" per_run=1
          simenv=(PYTHONHASHSEED=0) # one dictionary layout in every run (as torchcopy)
-         count_flag="" untracked=1 pgopts="" ;;
+         count_flag="" untracked=1 pgopts=""
+         # --pinned: tracked, so against runtime + record, each batch behind the gate (as launch)
+         if [ "$pinned" = 1 ]; then prog+=(--pinned --small --gate --batch 640); untracked=0; fi ;;
   torchcopy) copies=${copies:-640}; long=$((2 * copies)); threads=1
          tpy=${TORCH_PYTHON:-$root/.venv-torch/bin/python}
          [ -x "$tpy" ] || { echo "instr.sh: no torch python at $tpy" >&2; exit 2; }
@@ -202,7 +208,7 @@ added=$(awk -v a="$audit" -v r="$base" 'BEGIN {printf "%.1f", a - r}')
 geometry=""
 [ "$case" != scale ] || geometry="\"regions\":$regions,\"inflight\":$inflight,"
 [ "$case" != launch ] || geometry="\"params\":$params,\"pinned\":$pinned,"
-[ "$case" != pylaunch ] || geometry="\"params\":$params,"
+[ "$case" != pylaunch ] || geometry="\"params\":$params,\"pinned\":$pinned,"
 [ "$nofp" = 0 ] || geometry="\"frame_pointers\":false,"
 [ "$rotate" = 1 ] || geometry="$geometry\"rotate\":$rotate,"
 [ "$case" != streams ] || geometry="\"streams\":$streams,\"devices\":$devices,\"op\":\"$op\","

@@ -134,14 +134,17 @@ assert d["runtime"] > 500 and d["record"] > 200 and d["added_instr_per_copy"] > 
          # most BENCH_INSTR_BUDGET_LAUNCH_PINNED (beyond the runtime's event record, as copies);
          # a Python loop launching the 16-parameter kernel through ctypes, default options, at
          # most BENCH_PYLAUNCH_RATIO times the loop's instructions without pinguard (and the
-         # 16-parameter launch's budget per launch).
+         # 16-parameter launch's budget per launch); the same loop with the first parameter
+         # pinned (12 Python frames per tracked launch) at most BENCH_INSTR_BUDGET_PYLAUNCH_PINNED
+         # beyond the runtime's event record.
     instr_budgets 500 "--nofp --copies 4096|${BENCH_INSTR_BUDGET_NOFP:?}" \
       "--case launch --params 16|${BENCH_INSTR_BUDGET_LAUNCH16:?}" \
       "--case launch --params 16 --mode enforce|$BENCH_INSTR_BUDGET_LAUNCH16" \
       "--case launch --params 64|${BENCH_INSTR_BUDGET_LAUNCH64:?}" \
       "--case launch --params 64 --mode enforce|$BENCH_INSTR_BUDGET_LAUNCH64" \
       "--case launch --params 16 --pinned|${BENCH_INSTR_BUDGET_LAUNCH_PINNED:?}" \
-      "--case pylaunch --ratio-budget ${BENCH_PYLAUNCH_RATIO:?}|$BENCH_INSTR_BUDGET_LAUNCH16" ;;
+      "--case pylaunch --ratio-budget ${BENCH_PYLAUNCH_RATIO:?}|$BENCH_INSTR_BUDGET_LAUNCH16" \
+      "--case pylaunch --pinned|${BENCH_INSTR_BUDGET_PYLAUNCH_PINNED:?}" ;;
   instr_scale) # Instructions with a model's worth of regions and many streams (callgrind): copies
          # rotating over 128 pinned buffers at most BENCH_INSTR_BUDGET_ROTATE per copy; with
          # 1,024 live streams over 8 devices, a copy on the last stream at most

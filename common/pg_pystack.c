@@ -14,6 +14,7 @@
 
 #include "pg_safeload.h"
 #include "pg_stack.h"
+#include "pg_tls.h"
 
 /* ---- per-version layout ---------------------------------------------------------------------
  * Three shapes of frame chain:
@@ -63,7 +64,7 @@ static const layout_t layouts[] = {
 #define ASCII_LENGTH 16
 #define ASCII_STATE 32
 
-const void *volatile pg_pystack_layout; /* the layout_t in use; NULL: capture off */
+const void *volatile pg_pystack_layout; /* capture_fns' entry in use; NULL: capture off */
 /* The layout of the interpreter found, whether or not every capture uses it: a report's CPU side
  * is read with it once, at report time (pg_pystack_capture_now), and frames are resolved with it. */
 static const void *volatile g_found_layout;
@@ -239,7 +240,7 @@ static void walk(const layout_t *L, reader_t *r, uintptr_t ts, pg_stack_t *out) 
 
 /* The same walk with safe loads (pg_safeload.h): no system call, and only the fields used are
  * read (code, link, instruction, and the owner byte's word where the layout has shim frames),
- * where walk() copies the frame's first f_size bytes. Inlined once per layout (walk_direct),
+ * where walk() copies the frame's first f_size bytes. Inlined once per layout (walk_I below),
  * so that every offset is a constant and each load one instruction. A fault in any load ends
  * the walk with the frames found so far. The frames found are walk()'s for any chain whose
  * frames are readable (a garbage frame that straddles into an unreadable page beyond the fields
@@ -254,17 +255,151 @@ static inline bool layout_fits_direct(const layout_t *L) {
   return L->shape != SHAPE_FRAMEOBJ || (L->f_instr % 8) == 0;
 }
 
-static inline __attribute__((always_inline)) bool walk_direct_with(const layout_t *L, uintptr_t ts,
-                                                                   pg_stack_t *out) {
-  if (!layout_fits_direct(L)) return false; /* a constant here */
-  size_t n = out->py_depth;
-  uintptr_t frame, code, back, instr;
-  if (!plausible(ts)) return true;
-  PG_SAFELOAD(ts + L->ts_frame, frame, fault_top);
-  if (L->shape == SHAPE_CFRAME) {
-    if (!plausible(frame)) return true;
-    PG_SAFELOAD(frame + L->cf_current, frame, fault_top);
+/* The memo of the thread's last direct walk (PG_TLS_PY_MEMO): every word that walk read (the
+ * thread state's frame pointer, and each frame's code, link, instruction and owner words) and
+ * the frames it produced. The walk's frames are a function of those words alone (where a load
+ * faulted, nothing is kept), so a walk from the same thread state that finds every one of them
+ * unchanged, read again at the same addresses, gives the same frames: they are copied from the
+ * memo instead. The check reads as many words as the walk would, but compares them with the
+ * memo's (no plausibility test, no offset, no store: memo_frames_same); a loop launching from the
+ * same Python code finds the same chain each time. The first word that differs (a frame
+ * returned and another pushed in its place, the top frame at another instruction) sends the
+ * capture to the full walk, which keeps its words for the next one.
+ * `busy` is set while a capture uses the memo: a capture from a signal handler that interrupted
+ * it (the fault handler's) walks without it. */
+#define MEMO_FRAMES 32 /* frames looked at that a memo keeps; a longer walk keeps none */
+typedef struct memo_words {
+  uintptr_t code, back, instr, owner;
+} memo_words_t;
+typedef struct py_memo {
+  volatile uint32_t busy;
+  uint32_t frames; /* frames whose words are in w[]; 0: no memo */
+  uint32_t depth;  /* the frames the walk produced (py_depth) */
+  const layout_t *L;
+  uintptr_t ts, top0, top; /* the thread state; its frame word; the first frame (CFRAME) */
+  const void *py_code[PG_PYSTACK_MAX];
+  int32_t py_offset[PG_PYSTACK_MAX];
+  memo_words_t w[MEMO_FRAMES];
+} py_memo_t;
+/* Whether each of the memo's `frames` frames (their words ending at `end`), from `frame` on,
+ * holds the words kept, read again with safe loads (a fault: false). A frame's check is written
+ * out: its loads (in the safe-load table), the compares against the memo's words, two branches;
+ * its link, the last load, is the next frame's address. Memory operands, so that the offsets
+ * need not be constants where the compiler does not fold them (-O0). */
+static inline __attribute__((always_inline)) bool memo_frames_same(const layout_t *L,
+                                                                   uintptr_t frame,
+                                                                   const memo_words_t *end,
+                                                                   uint32_t frames) {
+  /* w: the frame's words, `at` bytes before `end` (the count is the index: an add, a branch) */
+  intptr_t at = -(intptr_t)frames * (intptr_t)sizeof(memo_words_t);
+  do {
+    const memo_words_t *w = (const memo_words_t *)((const char *)end + at);
+    uintptr_t c, x, o;
+#define MEMO_AT(off) (*(const uintptr_t *)(frame + (off)))
+    if (L->f_owner >= 0 && L->owner_cstack >= 0) {
+      __asm__ volatile goto("2: movq %[mc], %[c]\n\t"
+                            "3: movq %[mx], %[x]\n\t"
+                            "4: movq %[mo], %[o]\n\t"
+                            "5: movq %[mb], %[n]\n\t"
+                            "xorq %[wc], %[c]\n\t"
+                            "xorq %[wx], %[x]\n\t"
+                            "xorq %[wo], %[o]\n\t"
+                            "orq %[x], %[c]\n\t"
+                            "orq %[o], %[c]\n\t"
+                            "jne %l[differ]\n\t"
+                            "cmpq %[wb], %[n]\n\t"
+                            "jne %l[differ]\n\t"
+                            ".pushsection pg_safeload_table, \"a\"\n\t"
+                            ".balign 4\n\t"
+                            ".long 2b - .\n\t.long %l[differ] - .\n\t"
+                            ".long 3b - .\n\t.long %l[differ] - .\n\t"
+                            ".long 4b - .\n\t.long %l[differ] - .\n\t"
+                            ".long 5b - .\n\t.long %l[differ] - .\n\t"
+                            ".popsection"
+                            : [c] "=&r"(c), [x] "=&r"(x), [o] "=&r"(o), [n] "=&r"(frame)
+                            : [mc] "m"(MEMO_AT(L->f_code)), [mx] "m"(MEMO_AT(L->f_instr)),
+                              [mo] "m"(MEMO_AT((unsigned)L->f_owner & ~7u)),
+                              [mb] "m"(MEMO_AT(L->f_back)), [wc] "m"(w->code),
+                              [wx] "m"(w->instr), [wo] "m"(w->owner), [wb] "m"(w->back)
+                            : "cc"
+                            : differ);
+    } else {
+      (void)o;
+      __asm__ volatile goto("2: movq %[mc], %[c]\n\t"
+                            "3: movq %[mx], %[x]\n\t"
+                            "4: movq %[mb], %[n]\n\t"
+                            "xorq %[wc], %[c]\n\t"
+                            "xorq %[wx], %[x]\n\t"
+                            "orq %[x], %[c]\n\t"
+                            "jne %l[differ]\n\t"
+                            "cmpq %[wb], %[n]\n\t"
+                            "jne %l[differ]\n\t"
+                            ".pushsection pg_safeload_table, \"a\"\n\t"
+                            ".balign 4\n\t"
+                            ".long 2b - .\n\t.long %l[differ] - .\n\t"
+                            ".long 3b - .\n\t.long %l[differ] - .\n\t"
+                            ".long 4b - .\n\t.long %l[differ] - .\n\t"
+                            ".popsection"
+                            : [c] "=&r"(c), [x] "=&r"(x), [n] "=&r"(frame)
+                            : [mc] "m"(MEMO_AT(L->f_code)), [mx] "m"(MEMO_AT(L->f_instr)),
+                              [mb] "m"(MEMO_AT(L->f_back)), [wc] "m"(w->code),
+                              [wx] "m"(w->instr), [wb] "m"(w->back)
+                            : "cc"
+                            : differ);
+    }
+#undef MEMO_AT
+  } while ((at += (intptr_t)sizeof(memo_words_t)) != 0);
+  return true;
+differ:
+  return false;
+}
+
+/* The memo's check: true when every word the memo keeps reads the same (the frames then copied
+ * into out). Otherwise *mp is the memo for the walk to fill (busy), or NULL where it may not
+ * (a capture this one interrupted is using it; out already has frames). */
+static inline __attribute__((always_inline)) bool memo_hit(const layout_t *L, uintptr_t ts,
+                                                           pg_stack_t *out, py_memo_t **mp) {
+  py_memo_t *m = *mp;
+  if (!m || m->busy || out->py_depth) {
+    *mp = NULL;
+    return false;
   }
+  m->busy = 1;
+  atomic_signal_fence(memory_order_seq_cst);
+  if (!m->frames || m->L != L || m->ts != ts) return false;
+  uintptr_t t0, t;
+  PG_SAFELOAD(ts + L->ts_frame, t0, miss);
+  t = t0;
+  if (L->shape == SHAPE_CFRAME) PG_SAFELOAD(t0 + L->cf_current, t, miss);
+  if ((t0 ^ m->top0) | (t ^ m->top)) return false;
+  if (!memo_frames_same(L, t, m->w + m->frames, m->frames)) return false;
+  unsigned n = m->depth;
+  pg_pyframes_copy(out->py_code, out->py_offset, m->py_code, m->py_offset, n);
+  out->py_depth = (uint8_t)n;
+  atomic_signal_fence(memory_order_seq_cst);
+  m->busy = 0;
+  return true;
+miss:
+  return false;
+}
+
+/* The walk, keeping what it read in m (when not NULL, busy: released here). */
+static inline __attribute__((always_inline)) void walk_direct_with(const layout_t *L, uintptr_t ts,
+                                                                   pg_stack_t *out,
+                                                                   py_memo_t *m) {
+  const bool owner = L->f_owner >= 0 && L->owner_cstack >= 0;
+  const unsigned owner_word = (unsigned)L->f_owner & ~7u;
+  size_t n = out->py_depth;
+  uintptr_t top0 = 0, frame, code, back, instr, word = 0;
+  memo_words_t *rec = m ? m->w : NULL; /* where the next frame's words go; NULL: not kept */
+  if (!plausible(ts)) goto done;
+  PG_SAFELOAD(ts + L->ts_frame, frame, fault);
+  top0 = frame;
+  if (L->shape == SHAPE_CFRAME) {
+    if (!plausible(frame)) goto done;
+    PG_SAFELOAD(frame + L->cf_current, frame, fault);
+  }
+  const uintptr_t top = frame;
   /* Bounded as walk() is: 4 * PG_PYSTACK_MAX frames looked at, PG_PYSTACK_MAX kept. */
   for (unsigned left = 4 * PG_PYSTACK_MAX; left && n < PG_PYSTACK_MAX; left--) {
     if (!plausible(frame)) break; /* a null link (the chain's end) included */
@@ -272,10 +407,13 @@ static inline __attribute__((always_inline)) bool walk_direct_with(const layout_
     PG_SAFELOAD(frame + L->f_back, back, fault);
     PG_SAFELOAD(frame + L->f_instr, instr, fault);
     bool shim = false;
-    if (L->f_owner >= 0 && L->owner_cstack >= 0) {
-      uintptr_t word; /* the aligned word holding the owner byte (little-endian) */
-      PG_SAFELOAD(frame + ((unsigned)L->f_owner & ~7u), word, fault);
+    if (owner) { /* the aligned word holding the owner byte (little-endian) */
+      PG_SAFELOAD(frame + owner_word, word, fault);
       shim = (signed char)(word >> (8 * ((unsigned)L->f_owner & 7))) == (signed char)L->owner_cstack;
+    }
+    if (rec) {
+      if (rec == m->w + MEMO_FRAMES) rec = NULL; /* too long a walk to keep */
+      else *rec++ = (memo_words_t){code, back, instr, word};
     }
     if (!shim && plausible(code)) {
       int64_t off;
@@ -295,29 +433,28 @@ static inline __attribute__((always_inline)) bool walk_direct_with(const layout_
     if (back == frame) break;
     frame = back;
   }
-fault:
   out->py_depth = (uint8_t)n;
-  return true;
-fault_top:
-  return true;
-}
-
-#define NLAYOUTS (sizeof layouts / sizeof layouts[0])
-_Static_assert(NLAYOUTS == 5, "walk_direct has a case per layout");
-
-/* walk_direct_with for the layout in use, its offsets constants. False: this layout's fields
- * are not where the direct walk can read them (none of the table's today), nothing done. */
-__attribute__((noinline)) static bool walk_direct(const layout_t *L, uintptr_t ts,
-                                                  pg_stack_t *out) {
-  switch (L - layouts) {
-    case 0: return walk_direct_with(&layouts[0], ts, out);
-    case 1: return walk_direct_with(&layouts[1], ts, out);
-    case 2: return walk_direct_with(&layouts[2], ts, out);
-    case 3: return walk_direct_with(&layouts[3], ts, out);
-    case 4: return walk_direct_with(&layouts[4], ts, out);
-    default: return false;
+  if (m) { /* the walk ended on what it read: kept for the next */
+    m->frames = rec ? (uint32_t)(rec - m->w) : 0;
+    m->depth = (uint32_t)n;
+    m->L = L;
+    m->ts = ts;
+    m->top0 = top0;
+    m->top = top;
+    pg_pyframes_copy(m->py_code, m->py_offset, out->py_code, out->py_offset, (unsigned)n);
+  }
+  goto release;
+fault: /* a load faulted: the frames found so far, and no memo (the fault is not in the words) */
+  out->py_depth = (uint8_t)n;
+done:
+  if (m) m->frames = 0;
+release:
+  if (m) {
+    atomic_signal_fence(memory_order_seq_cst);
+    m->busy = 0;
   }
 }
+
 #endif
 
 /* walk() with a fresh reader: out of line, for the reader's 4 KiB. */
@@ -328,38 +465,73 @@ __attribute__((noinline)) static void walk_copied(const layout_t *L, uintptr_t t
   walk(L, &r, ts, out);
 }
 
-/* The walk of the thread state ts, with safe loads where they are armed, else through the
- * reader (process_vm_readv). */
-static inline void walk_any(const layout_t *L, uintptr_t ts, pg_stack_t *out) {
+/* The walk of the thread state ts for layout L (a constant where inlined): with safe loads where
+ * they are armed, the memo's check inline (few registers) and walk_out (walk_direct_with for L)
+ * out of line; else through the reader (process_vm_readv). */
+typedef void walk_out_fn(uintptr_t ts, pg_stack_t *out, void *memo);
+static inline __attribute__((always_inline)) void from_tstate(const layout_t *L, uintptr_t ts,
+                                                              pg_stack_t *out,
+                                                              walk_out_fn *walk_out) {
 #if PG_SAFELOAD_AVAILABLE
-  if (__builtin_expect(pg_safeload_ready(), 1) && walk_direct(L, ts, out)) return;
+  if (layout_fits_direct(L) && __builtin_expect(pg_safeload_ready(), 1)) {
+    py_memo_t *m = pg_tls_get(PG_TLS_PY_MEMO, sizeof(py_memo_t)); /* NULL: walks without */
+    if (!memo_hit(L, ts, out, &m)) walk_out(ts, out, m);
+    return;
+  }
+#else
+  (void)walk_out;
 #endif
   walk_copied(L, ts, out);
 }
 
-static void capture_with(const layout_t *L, pg_stack_t *out);
+/* Per layout I, its offsets constants: walk_I (the direct walk, out of line), tstate_I (the walk
+ * of a given thread state) and capture_I (the calling thread's). */
+#if PG_SAFELOAD_AVAILABLE
+#define WALK_OUT(I)                                                                             \
+  __attribute__((noinline)) static void walk_##I(uintptr_t ts, pg_stack_t *out, void *memo) { \
+    walk_direct_with(&layouts[I], ts, out, memo);                                               \
+  }
+#else
+#define WALK_OUT(I) static walk_out_fn *const walk_##I = NULL;
+#endif
+#define LAYOUT_FNS(I)                                                                     \
+  WALK_OUT(I)                                                                             \
+  static void tstate_##I(uintptr_t ts, pg_stack_t *out) {                                 \
+    from_tstate(&layouts[I], ts, out, walk_##I);                                          \
+  }                                                                                       \
+  static void capture_##I(pg_stack_t *out) {                                              \
+    /* The TSS slot the interpreter keeps for each of its threads (PyGILState's): it      \
+     * holds the thread's own state whether or not the thread holds the GIL right now,    \
+     * which a ctypes call or a torch op has released. Reading it is                      \
+     * pthread_getspecific: no lock, no allocation (faulthandler relies on the same from  \
+     * its signal handler). */                                                            \
+    uintptr_t ts = (uintptr_t)g_this_thread_state();                                      \
+    if (ts) from_tstate(&layouts[I], ts, out, walk_##I);                                  \
+  }
+LAYOUT_FNS(0)
+LAYOUT_FNS(1)
+LAYOUT_FNS(2)
+LAYOUT_FNS(3)
+LAYOUT_FNS(4)
+#define NLAYOUTS (sizeof layouts / sizeof layouts[0])
+static void (*const tstate_fns[])(uintptr_t, pg_stack_t *) = {tstate_0, tstate_1, tstate_2,
+                                                              tstate_3, tstate_4};
+static void (*const capture_fns[])(pg_stack_t *) = {capture_0, capture_1, capture_2, capture_3,
+                                                    capture_4};
+_Static_assert(sizeof capture_fns / sizeof capture_fns[0] == NLAYOUTS, "functions per layout");
 
-/* Most processes are not Python: one load and out, with the reader's frame out of line. */
+/* Most processes are not Python: one load and out. pg_pystack_layout is the capture_fns entry
+ * of the layout in use, so a capture is one indirect jump. */
 void pg_pystack_capture(pg_stack_t *out) {
   out->py_depth = 0;
-  const layout_t *L = pg_pystack_layout;
-  if (L) capture_with(L, out);
-}
-
-__attribute__((noinline)) static void capture_with(const layout_t *L, pg_stack_t *out) {
-  /* The TSS slot the interpreter keeps for each of its threads (PyGILState's): it holds the
-   * thread's own state whether or not the thread holds the GIL right now, which a ctypes call
-   * or a torch op has released. Reading it is pthread_getspecific: no lock, no allocation
-   * (faulthandler relies on the same from its signal handler). */
-  uintptr_t ts = (uintptr_t)g_this_thread_state();
-  if (!ts) return;
-  walk_any(L, ts, out);
+  void (*const *capture)(pg_stack_t *) = pg_pystack_layout;
+  if (capture) (*capture)(out);
 }
 
 void pg_pystack_capture_now(pg_stack_t *out) {
   const layout_t *L = g_found_layout;
   if (!L || out->py_depth) return;
-  capture_with(L, out);
+  capture_fns[L - layouts](out);
 }
 
 void pg_pystack_capture_from_tstate(pg_stack_t *out, unsigned version, const void *tstate) {
@@ -367,7 +539,7 @@ void pg_pystack_capture_from_tstate(pg_stack_t *out, unsigned version, const voi
   for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
     if (layouts[i].version != version) continue;
     if (atomic_load(&g_pid) == 0) atomic_store(&g_pid, getpid());
-    walk_any(&layouts[i], (uintptr_t)tstate, out);
+    tstate_fns[i]((uintptr_t)tstate, out);
   }
 }
 
@@ -429,7 +601,7 @@ pg_py_state_t pg_pystack_init(bool enable, unsigned *version) {
   if (vm_read(getpid(), copy, probe, BLOCK) != BLOCK) return g_state;
   g_state = PG_PY_READY;
   g_found_layout = L;
-  if (enable) pg_pystack_layout = L;
+  if (enable) pg_pystack_layout = &capture_fns[L - layouts];
   return g_state;
 }
 

@@ -258,9 +258,22 @@ static inline pg_unwind_end_t tail_from_memo(const tail_memo_t *mm, pg_unwind_re
   if (mm->pc != r.pc || mm->sp != r.sp || mm->fp != r.fp || mm->from != n ||
       mm->max != max_depth || max_depth == 0)
     return PG_UNWIND_NO_MEMO;
-  for (unsigned i = 0; i < mm->log.n; i++)
-    if (*(const volatile uintptr_t *)mm->log.at[i] != mm->log.val[i]) return PG_UNWIND_NO_MEMO;
-  for (unsigned i = n; i < mm->to; i++) out->pc[i] = mm->tail[i - n];
+  /* Every word read, two at a time, one branch at the end: the words lie above the break
+   * frame's sp, which is this capture's too, in the live stack, so reading past one that
+   * differs is harmless. */
+  const uintptr_t *at = mm->log.at, *val = mm->log.val, *pair_end = at + (mm->log.n & ~1u);
+  uintptr_t d = 0;
+  for (; at != pair_end; at += 2, val += 2)
+    d |= (*(const volatile uintptr_t *)at[0] ^ val[0]) |
+         (*(const volatile uintptr_t *)at[1] ^ val[1]);
+  if (mm->log.n & 1) d |= *(const volatile uintptr_t *)at[0] ^ val[0];
+  if (d) return PG_UNWIND_NO_MEMO;
+  /* The frames, four at a time while out->pc has room for four (slots past mm->to then get
+   * whatever the memo's held: past the depth, never read), the last few one by one. */
+  void **dst = &out->pc[n], **end = &out->pc[mm->to], **room = &out->pc[PG_STACK_MAX - 4];
+  void *const *src = mm->tail;
+  for (; dst < end && dst <= room; dst += 4, src += 4) memcpy(dst, src, 4 * sizeof *dst);
+  for (; dst < end; dst++, src++) *dst = *src;
   *m = mm->to;
   *only_end = mm->only_end;
   return (pg_unwind_end_t)mm->end;

@@ -37,22 +37,46 @@ typedef struct pg_stack {
 /* Whether the file name of `path` (a loaded object's path) starts with one of `prefixes`. */
 bool pg_module_named(const char *path, const char *const *prefixes, size_t n);
 
+/* Copies n (at most PG_PYSTACK_MAX) Python frames, in blocks of four (32 and 16 bytes: a few
+ * moves each), the first three blocks written out: slots past n up to the next multiple of four
+ * get whatever the source's held, and are never read. */
+static inline __attribute__((always_inline)) void pg_pyframes_copy(const void **dcode,
+                                                                   int32_t *doff,
+                                                                   const void *const *scode,
+                                                                   const int32_t *soff,
+                                                                   unsigned n) {
+#define PG_PYFRAMES_BLOCK(i)                                  \
+  do {                                                        \
+    memcpy(&dcode[i], &scode[i], 4 * sizeof *scode);          \
+    memcpy(&doff[i], &soff[i], 4 * sizeof *soff);             \
+  } while (0)
+  if (!n) return;
+  PG_PYFRAMES_BLOCK(0);
+  if (n <= 4) return;
+  PG_PYFRAMES_BLOCK(4);
+  if (n <= 8) return;
+  PG_PYFRAMES_BLOCK(8);
+  for (unsigned i = 12; i < n; i += 4) PG_PYFRAMES_BLOCK(i);
+#undef PG_PYFRAMES_BLOCK
+}
+
 /* Copies the valid part of a stack (a stack record is a few hundred bytes, mostly unused). The
- * header and, for a stack of up to PG_STACK_SHORT frames, those frames go as fixed-size blocks
- * (a few moves instead of a loop; slots past depth carry whatever they held and are never read). */
+ * header, then the frames in fixed-size blocks of PG_STACK_SHORT (a few moves each instead of a
+ * loop over frames; slots past depth carry whatever they held and are never read), and the
+ * Python frames in blocks of four (pg_pyframes_copy). */
 #define PG_STACK_SHORT 4
+_Static_assert(PG_STACK_MAX % PG_STACK_SHORT == 0, "pg_stack_copy copies frames in blocks");
 static inline void pg_stack_copy(pg_stack_t *dst, const pg_stack_t *src) {
   memcpy(dst, src, offsetof(pg_stack_t, pc)); /* depth, flags, tid, py_depth */
-  if (__builtin_expect(src->depth <= PG_STACK_SHORT, 1)) {
-    memcpy(dst->pc, src->pc, PG_STACK_SHORT * sizeof src->pc[0]);
-  } else {
-    for (unsigned i = 0; i < src->depth && i < PG_STACK_MAX; i++) dst->pc[i] = src->pc[i];
+  memcpy(dst->pc, src->pc, PG_STACK_SHORT * sizeof src->pc[0]);
+  if (__builtin_expect(src->depth > PG_STACK_SHORT, 0)) { /* the rest, four at a time */
+    for (unsigned i = PG_STACK_SHORT; i < src->depth && i < PG_STACK_MAX; i += PG_STACK_SHORT)
+      memcpy(&dst->pc[i], &src->pc[i], PG_STACK_SHORT * sizeof src->pc[0]);
   }
-  for (unsigned i = 0; i < src->py_depth && i < PG_PYSTACK_MAX; i++) {
-    dst->py_code[i] = src->py_code[i];
-    dst->py_offset[i] = src->py_offset[i];
-  }
+  pg_pyframes_copy(dst->py_code, dst->py_offset, src->py_code, src->py_offset,
+                   src->py_depth < PG_PYSTACK_MAX ? src->py_depth : PG_PYSTACK_MAX);
 }
+_Static_assert(PG_PYSTACK_MAX % 4 == 0, "pg_pyframes_copy copies frames four at a time");
 
 /* Captures up to max_depth (<= PG_STACK_MAX) return addresses of the caller's stack, skipping
  * `skip` innermost frames. Allocation-free and lock-free after the thread's first call. */

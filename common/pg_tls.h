@@ -18,6 +18,7 @@ typedef enum pg_tls_id {
   PG_TLS_HOSTFN_OPEN, /* pg_decide.c: ranges a running host function was let through */
   PG_TLS_STACK_ENDS,  /* pg_stack.c: break points where a frame-pointer walk may end */
   PG_TLS_FAULT_STACK, /* core/pg_fault.c: the stack a fault is settled (and reported) on */
+  PG_TLS_PY_MEMO,     /* pg_pystack.c: the thread's last Python frame walk, and what it read */
   PG_TLS_COUNT
 } pg_tls_id_t;
 

@@ -183,7 +183,7 @@ static const char *env_peek(const char *name, char *out, size_t cap) {
 
 /* The CPU side of a report with the reporting thread's own Python frames, read now, once per
  * violation (before de-duplication, whose key includes the innermost Python frame): with
- * python_stacks off (enforce's default) no launch pays for them, and the SUMMARY can still name
+ * python_stacks=0 no launch pays for them, and the SUMMARY can still name
  * the user's line. Only when the access stack is this thread's (its tid,
  * or 0 for a capture made in the fault handler before the thread had a number) and has none. */
 static const pg_report_t *with_access_pyframes(const pg_report_t *r) {
@@ -253,7 +253,9 @@ bool pg_policy_guard(void) {
 
 void pg_policy_python_stacks(void) {
   static atomic_bool noted;
-  bool on = opts.python_stacks == PG_AUTO ? opts.mode == PG_MODE_AUDIT : opts.python_stacks != 0;
+  /* auto: on in every mode that tracks (a tracked op pays a few hundred instructions for 12
+   * frames: docs/PERFORMANCE.md, issue 24's fourth round). */
+  bool on = opts.python_stacks == PG_AUTO ? opts.mode != PG_MODE_OFF : opts.python_stacks != 0;
   unsigned v = 0;
   pg_py_state_t st = pg_pystack_init(on, &v);
   if (st != PG_PY_UNKNOWN || !on || atomic_exchange(&noted, true)) return;

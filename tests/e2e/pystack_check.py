@@ -2,10 +2,12 @@
 pinguard preloaded (PG_PRELOAD) in audit, and checks that each report's stacks name the Python
 frames pystack.py marks with "# site:" comments: file, line and function, in the right section.
 With --unknown (a CPython pinguard does not read): one notice, and native frames only. With
---enforce: enforce with its default options, where no launch captures Python frames
-(python_stacks=auto is off there), yet each report's CPU side (the guard fault's read, on the
-main thread and on a threading.Thread, and the free) is read at report time: its stack names
-the Python line and the SUMMARY names it; and no pinguard frame appears in any stack."""
+--enforce: enforce with its default options, where launches capture Python frames as in audit
+(python_stacks=auto is on there too): each report's CPU side (the guard fault's read, on the
+main thread and on a threading.Thread, and the free) names the Python line, the SUMMARY names
+it, and the launch stack names the launching line; then enforce with python_stacks=0, where no
+launch captures Python frames, yet each report's CPU side is read at report time and named the
+same way. No pinguard frame appears in any stack."""
 import os
 import re
 import subprocess
@@ -112,8 +114,17 @@ def main():
 
 
 def check_enforce(python, helper, env):
+    rc = 0
+    for launch_frames in (True, False):
+        rc |= check_enforce_run(python, helper, env, launch_frames)
+    return rc
+
+
+def check_enforce_run(python, helper, env, launch_frames):
     env = dict(env)
     env["PINGUARD_OPTIONS"] = "mode=enforce:guard=1:guard_min_bytes=4096"
+    if not launch_frames:
+        env["PINGUARD_OPTIONS"] += ":python_stacks=0"
     p = subprocess.run([python, SCRIPT, helper], env=env, capture_output=True, text=True,
                        timeout=120)
     err, fail, at = p.stderr, [], sites()
@@ -141,10 +152,16 @@ def check_enforce(python, helper, env):
             acc = [t for h, t in sec.items() if h.startswith(head)]
             gpu = [t for h, t in sec.items() if h.startswith("in-flight GPU access")]
             need(acc and line.search(acc[0]), "the %s stack lacks %s" % (head, func))
-            need(gpu and "pystack.py" not in gpu[0],
-                 "a launch stack with Python frames: python_stacks should be off in enforce")
-    return finish(python, fail, p, err, "enforce: %d reports name their Python line"
-                  % len(blocks))
+            if launch_frames:
+                need(gpu and re.search(r"#\d+ \S*pystack\.py:%d in \S*launch_copy\n"
+                                       % at["launch"], gpu[0]),
+                     "the launch stack lacks pystack.py:%d (python_stacks=auto: on in enforce)"
+                     % at["launch"])
+            else:
+                need(gpu and "pystack.py" not in gpu[0],
+                     "a launch stack with Python frames under python_stacks=0")
+    return finish(python, fail, p, err, "enforce%s: %d reports name their Python line"
+                  % ("" if launch_frames else ", python_stacks=0", len(blocks)))
 
 
 def check_json(python, helper, env, at, qual, need):

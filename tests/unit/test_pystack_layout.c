@@ -63,6 +63,10 @@ static void build(void) {
 }
 static void set_top(frame_t *f) { ts.frame = f; }
 static int32_t want_offset(int i) { return PY_VERSION_HEX < 0x030A0000 ? 3 * i : 6 * i; }
+/* One code unit further (bytes in 3.9: 2 of them), and another code object, in place. */
+#define UNIT 1
+static void bump_instr(int i) { frames[i].f_lasti += PY_VERSION_HEX < 0x030A0000 ? 2 : 1; }
+static void set_code(int i, PyCodeObject *co) { frames[i].f_code = co; }
 #else
 typedef _PyInterpreterFrame frame_t;
 static frame_t frames[N];
@@ -103,6 +107,21 @@ static void set_top(frame_t *f) {
 #endif
 }
 static int32_t want_offset(int i) { return 6 * i; } /* 3 code units of 2 bytes */
+#define UNIT 1
+static void bump_instr(int i) {
+#if PY_VERSION_HEX >= 0x030D0000
+  frames[i].instr_ptr += 1;
+#else
+  frames[i].prev_instr += 1;
+#endif
+}
+static void set_code(int i, PyCodeObject *co) {
+#if PY_VERSION_HEX >= 0x030D0000
+  frames[i].f_executable = (PyObject *)co;
+#else
+  frames[i].f_code = co;
+#endif
+}
 #endif
 
 static void capture(pg_stack_t *st, const void *tstate) {
@@ -135,9 +154,10 @@ int main(void) {
   sigaction(SIGBUS, &sa, NULL);
   pg_safeload_arm();
   checks("safe loads");
-  /* The corrupt chains above fault in the second pass (unmapped and protected frames): each
-   * fault was a safe load's, recovered, and the walk ended where the first pass ended it. */
-  if (PG_SAFELOAD_AVAILABLE) CHECK(recovered >= 6, "%d faults recovered, want 6 or more", recovered);
+  /* The corrupt chains above fault in the second pass (unmapped and protected frames, and the
+   * unmapped top frame twice: the memo's check, then the walk): each fault was a safe load's,
+   * recovered, and the walk ended where the first pass ended it. */
+  if (PG_SAFELOAD_AVAILABLE) CHECK(recovered >= 8, "%d faults recovered, want 8 or more", recovered);
   if (failures) return 1;
   printf("ok: CPython %s layout, %d frames, both readers (%d faults recovered)\n", PY_VERSION, N,
          recovered);
@@ -159,6 +179,34 @@ static void checks(const char *pass) {
     CHECK(st.py_offset[i] == want_offset(i), "frame %d: offset %d, want %d", i, st.py_offset[i],
           want_offset(i));
   }
+
+  /* The same chain again, then one word changed in place deep in it (an instruction, a code
+   * object), then a frame turned into a shim (3.12+): each capture gives the chain as it is
+   * now, where the safe-load reader may copy its last walk's frames once it finds every word
+   * that walk read unchanged (a loop launching from the same code). */
+  capture(&st, &ts);
+  CHECK(st.py_depth == N && st.py_code[N - 1] == &codes[N - 1].co &&
+            st.py_offset[N - 1] == want_offset(N - 1),
+        "again: depth %u", st.py_depth);
+  bump_instr(N - 1);
+  capture(&st, &ts);
+  CHECK(st.py_depth == N && st.py_offset[N - 1] == want_offset(N - 1) + 2 * UNIT,
+        "an instruction moved: offset %d, want %d", st.py_offset[N - 1],
+        want_offset(N - 1) + 2 * UNIT);
+  capture(&st, &ts);
+  CHECK(st.py_depth == N && st.py_offset[N - 1] == want_offset(N - 1) + 2 * UNIT,
+        "the moved instruction again: offset %d", st.py_offset[N - 1]);
+  set_code(N - 2, &codes[0].co);
+  capture(&st, &ts);
+  CHECK(st.py_depth == N && st.py_code[N - 2] == &codes[0].co, "a code object replaced");
+#if PY_VERSION_HEX >= 0x030C0000
+  build();
+  capture(&st, &ts);
+  frames[2].owner = FRAME_OWNED_BY_CSTACK;
+  capture(&st, &ts);
+  CHECK(st.py_depth == N - 1 && st.py_code[2] == &codes[3].co, "a frame turned shim: depth %u",
+        st.py_depth);
+#endif
 
 #if PY_VERSION_HEX >= 0x030C0000
   /* A shim frame the evaluation loop pushes on the C stack carries no code: skipped. */
@@ -188,6 +236,20 @@ static void checks(const char *pass) {
     capture(&st, bad[k]);
     CHECK(st.py_depth == 0, "bad thread state %zu: depth %u, want 0", k, st.py_depth);
   }
+
+  /* A chain read once (the safe-load reader keeps a memo of it), then its top frame's page
+   * unmapped at the same address: the next capture's loads there fault, and it ends with no
+   * frame. */
+  frame_t *moved = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                        -1, 0);
+  build();
+  memcpy(moved, &frames[0], sizeof *moved);
+  set_top(moved);
+  capture(&st, &ts);
+  CHECK(st.py_depth == N, "a top frame in its own page: depth %u, want %d", st.py_depth, N);
+  munmap(moved, (size_t)page);
+  capture(&st, &ts);
+  CHECK(st.py_depth == 0, "its page unmapped: depth %u, want 0", st.py_depth);
 
   /* A cycle: the walk is bounded by the record's size. */
   build();
