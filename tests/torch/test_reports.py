@@ -3,9 +3,10 @@
     commit_store with kv_engine.py and the line of pickle.dumps, its launch stack the user's
     gather_paged_kv_to_cpu, and nothing in it is a mangled C++ name;
   - the retrieve bug's report names the user's line that calls pin_memory().
-Both run under audit with pinguard's default options (python_stacks=auto is on in audit).
-  - under enforce with its default options (python_stacks off), the store bug's SUMMARY still
-    names the pickle.dumps line, and no pinguard frame appears."""
+Both run under audit with pinguard's default options (python_stacks=auto is on).
+  - under enforce with its default options (python_stacks=auto is on there too), the store bug's
+    SUMMARY names the pickle.dumps line, its launch stack the user's gather_paged_kv_to_cpu, and
+    no pinguard frame appears."""
 import os
 import re
 
@@ -68,17 +69,21 @@ def test_store_report_names_the_users_code():
 
 
 def test_enforce_summary_names_the_users_line_with_default_options():
-    """Enforce with its default options (python_stacks off: no launch pays for Python frames):
-    the CPU side's Python frames are read once, when the report is made, so the SUMMARY still
-    names kv_engine.py's pickle.dumps line; and no pinguard frame appears in any stack."""
+    """Enforce with its default options (python_stacks=auto, on in enforce too): the SUMMARY
+    names kv_engine.py's pickle.dumps line, the launch stack the user's gather_paged_kv_to_cpu
+    (the Python frames of the launch, captured when it was tracked), and no pinguard frame
+    appears in any stack."""
     r = run(["store"], mode="enforce")
     assert r.rc == 0 and r["corrupted_blocks"] == 0, r.explain()
     texts = r.report_texts("cpu-read-during-device-write")
     assert texts, r.explain()
     pickle_line = engine_line("pickle.dumps", "commit_store")
+    launch_line = engine_line("cache._launch(", "gather_paged_kv_to_cpu")
     for report in texts:
         assert re.search(r"SUMMARY: pinguard: cpu-read-during-device-write \S*kv_engine\.py:%d in "
                          r"commit_store" % pickle_line, report), report
+        launch = [t for h, t in sections(report).items() if h.startswith("in-flight GPU access")]
+        assert launch and frame_re(launch_line, "gather_paged_kv_to_cpu").search(launch[0]), report
         assert "libpinguard" not in report, report
         # Prevented either way: enforce waited for the kernel, or it had completed by then (a
         # loaded machine's CPU can come 20 ms late), with nothing left to wait for.
