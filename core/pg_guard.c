@@ -427,35 +427,34 @@ static void edge_piece(granule_t *g, size_t first, size_t last, void *arg) {
 /* I/O memory (a PCIe BAR mapped into the process) is never protected: its mapping is a device's,
  * and neither its protections nor a single-stepped access are pinguard's to change. Nor is memory
  * the registration-time decision marked (PG_REGION_FLAG_NO_GUARD: pg_guard_decide.h). */
-static bool worth_guarding(uintptr_t lo, uintptr_t hi, pg_region_t *reg) {
-  return pg_guard_enabled() && hi - lo >= page_size && pg_region_find((const void *)lo, reg) &&
-         reg->size >= min_bytes && !pg_pin_is_iomemory(reg->how, reg->flags) &&
-         !(reg->flags & PG_REGION_FLAG_NO_GUARD);
+static bool worth_guarding(uintptr_t lo, uintptr_t hi, const pg_region_t *reg) {
+  return pg_guard_enabled() && hi - lo >= page_size && reg->size >= min_bytes &&
+         !pg_pin_is_iomemory(reg->how, reg->flags) && !(reg->flags & PG_REGION_FLAG_NO_GUARD);
 }
 
-bool pg_guard_on_begin(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, void *ctx) {
+bool pg_guard_on_begin(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, const pg_region_t *reg,
+                       void *ctx) {
   (void)ctx;
-  pg_region_t reg;
-  if (!worth_guarding(*lo, *hi, &reg) || !kind_usable(&reg, *lo, *hi) || !budget_allows())
+  if (!worth_guarding(*lo, *hi, reg) || !kind_usable(reg, *lo, *hi) || !budget_allows())
     return false;
   /* Partial pages are guarded only at the edges of a region: always when the region owns them
    * (PG_REGION_FLAG_OWNS_EDGES: there the other bytes are nobody's data), and for a registered
    * buffer that shares them with other heap data when guard_shared_edges is set (the other bytes'
    * faults are single-stepped). */
-  bool edges = (reg.flags & PG_REGION_FLAG_OWNS_EDGES) ||
-               (reg.how == PG_PIN_REGISTER && atomic_load_explicit(&shared_edges,
+  bool edges = (reg->flags & PG_REGION_FLAG_OWNS_EDGES) ||
+               (reg->how == PG_PIN_REGISTER && atomic_load_explicit(&shared_edges,
                                                                    memory_order_relaxed));
   if (edges) {
-    bool shared = !(reg.flags & PG_REGION_FLAG_OWNS_EDGES);
-    if (*lo == reg.base && (*lo & (page_size - 1))) {
+    bool shared = !(reg->flags & PG_REGION_FLAG_OWNS_EDGES);
+    if (*lo == reg->base && (*lo & (page_size - 1))) {
       *lo &= ~(page_size - 1);
-      edge_arg_t e = {true, (uint16_t)(reg.base - *lo)};
+      edge_arg_t e = {true, (uint16_t)(reg->base - *lo)};
       if (shared) for_pages(*lo, *lo + page_size, true, edge_piece, &e);
     }
-    if (*hi == reg.base + reg.size && (*hi & (page_size - 1))) {
+    if (*hi == reg->base + reg->size && (*hi & (page_size - 1))) {
       uintptr_t page = *hi & ~(page_size - 1);
       *hi = page + page_size;
-      edge_arg_t e = {false, (uint16_t)(reg.base + reg.size - page)};
+      edge_arg_t e = {false, (uint16_t)(reg->base + reg->size - page)};
       if (shared) for_pages(page, page + page_size, true, edge_piece, &e);
     }
   }

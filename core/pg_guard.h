@@ -32,8 +32,10 @@ void pg_guard_enable(size_t min_bytes, bool shared_edges);
 void pg_guard_set_map_budget(size_t budget);
 bool pg_guard_enabled(void);
 
-/* Tracker hooks: an access piece [lo, hi) began (true: its pages are counted) / retired. */
-bool pg_guard_on_begin(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, void *ctx);
+/* Tracker hooks: an access piece [lo, hi) of region reg began (true: its pages are counted) /
+ * retired. */
+bool pg_guard_on_begin(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, const pg_region_t *reg,
+                       void *ctx);
 void pg_guard_on_retire(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx);
 
 /* The fault handler's first question, answered without a lock or a deep stack (it may run on a

@@ -466,7 +466,17 @@ static inline __attribute__((always_inline)) size_t begin_enter(pg_stream_t *st,
   return retired;
 }
 
-static bool shaped_hook_begin(pg_acc_t *a);
+static bool shaped_hook_begin(pg_acc_t *a, const pg_region_t *reg);
+
+/* The region a piece lies in, for the begin hook: as the piece's lookup found it. */
+static pg_region_t piece_region(const pg_acc_t *a) {
+  const pg_region_rec_t *r = a->region;
+  return (pg_region_t){.base = a->pub.region_base,
+                       .size = a->pub.region_size,
+                       .how = (pg_pin_how_t)LD(r->how),
+                       .flags = LD(r->flags),
+                       .id = LD(r->id)};
+}
 
 /* After st->mu is released: the pieces that wait for their region's set, or for the begin
  * hook, are made ready (out of line: the common piece, on its stream's own owner list with no
@@ -494,8 +504,10 @@ __attribute__((noinline)) static void begin_finish(pg_stream_t *st, bool hook,
     if (hook) {
       a->hook_lo = a->pub.lo;
       a->hook_hi = a->pub.hi;
-      bool hooked = a->shaped ? shaped_hook_begin(a)
-                              : pg_hook_begin(&a->hook_lo, &a->hook_hi, a->pub.dir, pg_hook_ctx);
+      pg_region_t reg = piece_region(a);
+      bool hooked = a->shaped ? shaped_hook_begin(a, &reg)
+                              : pg_hook_begin(&a->hook_lo, &a->hook_hi, a->pub.dir, &reg,
+                                              pg_hook_ctx);
       /* Its region's removal may have forgotten the pages before the hook counted them: undo
        * the count now, since no retirement will. */
       if (hooked && (atomic_load_explicit(&a->where, memory_order_acquire) == PG_IN_NONE ||
@@ -866,6 +878,7 @@ static size_t shaped_runs(const pg_shape_t *s, uintptr_t lo, uintptr_t hi,
 
 typedef struct run_walk {
   pg_dir_t dir;
+  const pg_region_t *reg;   /* begin: the region the runs lie in */
   unsigned i;
   uint64_t runs;            /* begin: the runs counted; retire: those to give back */
   uintptr_t clip_lo, clip_hi;
@@ -875,7 +888,7 @@ typedef struct run_walk {
 static void run_begin(uintptr_t lo, uintptr_t hi, void *arg) {
   run_walk_t *w = arg;
   uintptr_t l = lo, h = hi;
-  if (pg_hook_begin(&l, &h, w->dir, pg_hook_ctx)) {
+  if (pg_hook_begin(&l, &h, w->dir, w->reg, pg_hook_ctx)) {
     w->runs |= UINT64_C(1) << w->i;
     if (lo == w->clip_lo) w->first_lo = l;
     if (hi == w->clip_hi) w->last_hi = h;
@@ -892,9 +905,9 @@ static void run_retire(uintptr_t lo, uintptr_t hi, void *arg) {
 }
 
 /* begin_finish's hook call for a shaped piece: whether anything was counted. */
-static bool shaped_hook_begin(pg_acc_t *a) {
+static bool shaped_hook_begin(pg_acc_t *a, const pg_region_t *reg) {
   a->hook_runs = 0;
-  run_walk_t w = {.dir = a->pub.dir, .clip_lo = a->pub.lo, .clip_hi = a->pub.hi,
+  run_walk_t w = {.dir = a->pub.dir, .reg = reg, .clip_lo = a->pub.lo, .clip_hi = a->pub.hi,
                   .first_lo = a->pub.lo, .last_hi = a->pub.hi};
   shaped_runs(&a->shape, a->pub.lo, a->pub.hi, run_begin, &w);
   a->hook_runs = w.runs;

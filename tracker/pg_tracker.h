@@ -26,13 +26,16 @@ int pg_tracker_init(const pg_devops_t *ops);
 
 /* Guard-page hooks (optional, NULL to clear; set before tracking starts), called outside every
  * tracker lock. on_begin runs when an access piece starts being tracked: after it is indexed
- * (so a fault on the pages it protects finds the piece), before any thread can retire it; it
- * says whether it counted the piece; it may widen [*lo, *hi) to the range it
+ * (so a fault on the pages it protects finds the piece), before any thread can retire it; it is
+ * given the region the piece lies in, as the tracker indexed it (so that it need not look it
+ * up); it says whether it counted the piece; it may widen [*lo, *hi) to the range it
  * counted, which is what on_retire is then given. on_retire runs exactly once for each piece
  * on_begin counted: when it retires, or at once when its region went away before the piece could
  * be indexed. A piece whose region is removed while it is in flight gets no on_retire: removing a
  * region ends its bookkeeping (the guard code forgets the region's pages then). */
-typedef bool (*pg_access_begin_fn)(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, void *ctx);
+struct pg_region;
+typedef bool (*pg_access_begin_fn)(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir,
+                                   const struct pg_region *reg, void *ctx);
 typedef void (*pg_access_hook_fn)(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx);
 void pg_tracker_set_hooks(pg_access_begin_fn on_begin, pg_access_hook_fn on_retire, void *ctx);
 

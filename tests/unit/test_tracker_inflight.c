@@ -231,12 +231,15 @@ static int hook_begins, hook_retires;
 static uintptr_t hook_lo, hook_hi;
 static pg_dir_t hook_dir;
 static bool hook_counts = true;
-static bool on_begin(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, void *ctx) {
+static pg_region_t hook_reg;
+static bool on_begin(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, const pg_region_t *reg,
+                     void *ctx) {
   cr_assert_eq(ctx, &hook_begins);
   hook_begins++;
   hook_lo = *lo;
   hook_hi = *hi;
   hook_dir = dir;
+  hook_reg = *reg;
   return hook_counts;
 }
 static void on_retire(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx) {
@@ -255,6 +258,14 @@ Test(tracker_inflight, guard_hooks_see_begin_and_retire) {
   cr_assert_eq(hook_lo, (uintptr_t)buf + 4096);
   cr_assert_eq(hook_hi, (uintptr_t)buf + 4096 + 8192);
   cr_assert_eq(hook_dir, PG_DIR_READ);
+  /* The region the piece lies in comes with it, as the tracker indexed it. */
+  pg_region_t found;
+  cr_assert(pg_region_find(buf, &found));
+  cr_assert_eq(hook_reg.base, (uintptr_t)buf);
+  cr_assert_eq(hook_reg.size, found.size);
+  cr_assert_eq(hook_reg.how, found.how);
+  cr_assert_eq(hook_reg.flags, found.flags);
+  cr_assert_eq(hook_reg.id, found.id);
   cr_assert_eq(hook_retires, 0);
   tt_open_gates();
   tt_stream_sync(s1);
@@ -295,8 +306,10 @@ Test(tracker_inflight, uncounted_pieces_skip_the_retire_hook) {
  * negative for that access and every later one to the page). The hook queries as the handler
  * would at that moment. */
 static size_t seen_at_begin;
-static bool query_at_begin(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, void *ctx) {
+static bool query_at_begin(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir, const pg_region_t *reg,
+                           void *ctx) {
   (void)dir;
+  (void)reg;
   (void)ctx;
   pg_access_t out[4];
   seen_at_begin = pg_inflight_query((const void *)*lo, *hi - *lo, 0, out, 4);
