@@ -18,8 +18,10 @@
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 # Files the docs may name although they are not in the repository: what the build or a run
 # writes (relative to a build folder or the working directory), and other projects' files.
@@ -261,7 +263,12 @@ SELF_TEST_EXPECTED = [
     "core/README.md: **May call:** does not name `tracker/`, which core/ includes",
     "tracker/README.md: **May call:** reaches `core/` through door.h only, but tracker/t.c "
     "includes ../core/y.h",
+    "README.md: the entry-point list lacks cudaMissing, a row of shim/pg_entries.inc "
+    "(tests/docs/check_docs.py --write-entry-points rewrites the list)",
+    "README.md: the entry-point list names cudaStale, which shim/pg_entries.inc does not",
 ]
+# The table the self-test's README is checked against (its list names cudaStale, not cudaMissing).
+SELF_TEST_ENTRIES = [("cudart", "cudaListed"), ("cudart", "cudaMissing"), ("cuda", "cuListed")]
 
 
 def check_tree(root, entries=None, owned=None):
@@ -324,12 +331,23 @@ def write_entry_points(root, entries):
 
 def self_test():
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "broken")
-    errors, _ = check_tree(root, owned=["shim", "core", "tracker"])
+    errors, _ = check_tree(root, entries=SELF_TEST_ENTRIES, owned=["shim", "core", "tracker"])
     if sorted(errors) != sorted(SELF_TEST_EXPECTED):
         print("docs.check self-test: expected\n  %s\ngot\n  %s" %
               ("\n  ".join(sorted(SELF_TEST_EXPECTED)), "\n  ".join(sorted(errors))))
         return 1
-    print("docs.check self-test: the broken tree gives exactly its %d problems" % len(errors))
+    # The list --write-entry-points writes is one the check accepts.
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(os.path.join(root, "README.md"), tmp)
+        ck = Checker(tmp, ["README.md"])
+        write_entry_points(tmp, SELF_TEST_ENTRIES)
+        ck.check_entry_points("README.md", SELF_TEST_ENTRIES)
+        if ck.errors:
+            print("docs.check self-test: the rewritten list is refused:\n  " +
+                  "\n  ".join(ck.errors))
+            return 1
+    print("docs.check self-test: the broken tree gives exactly its %d problems, and a rewritten "
+          "entry-point list passes" % len(errors))
     return 0
 
 
