@@ -185,30 +185,25 @@
 
 /* ---- kernel launches (pg_launch.c) ---------------------------------------------------------- */
 /* PG_LAUNCH_BODY (pg_shim.h) with the row's forward: `fwd_<name>` makes the real call from a
- * context the kind's struct holds, built only for a launch that may touch pinned memory. */
-#define PG_KIND_launch(lib, name, ptsz, ret, T)                                               \
+ * context the kind's struct holds, built only for a launch that may touch pinned memory.
+ * func_of(func) is the function whose parameter layout the launch scans. */
+#define PG_LAUNCH_KIND(lib, name, ptsz, ret, T, func_of)                                      \
   typedef struct { PG_M6(T, func, grid, block, args, shmem, s); } ctx_##name;                 \
   static int fwd_##name(void *c) {                                                            \
     ctx_##name *a = c;                                                                        \
     return PG_FWD_##lib(name, a->func, a->grid, a->block, a->args, a->shmem, a->s);           \
   }                                                                                           \
   PG_INTERCEPT(ret, name, PG_P6(T, func, grid, block, args, shmem, s)) {                      \
-    PG_LAUNCH_BODY(ret, false, #name, ptsz, func, PG_DESCRIBE_##lib, args, s,                 \
+    PG_LAUNCH_BODY(ret, false, #name, ptsz, func_of(func), PG_DESCRIBE_##lib, args, s,        \
                    PG_FWD_##lib(name, func, grid, block, args, shmem, s), fwd_##name,         \
                    ctx_##name, {func, grid, block, args, shmem, s});                          \
   }
+#define PG_FUNC_ITSELF(func) (func)
+#define PG_KIND_launch(lib, name, ptsz, ret, T) \
+  PG_LAUNCH_KIND(lib, name, ptsz, ret, T, PG_FUNC_ITSELF)
 /* nvcc 13's __cudaLaunchKernel names a cudaKernel_t handle (pg_kparams_func_of_handle). */
-#define PG_KIND_launch_handle(lib, name, ptsz, ret, T)                                        \
-  typedef struct { PG_M6(T, k, grid, block, args, shmem, s); } ctx_##name;                    \
-  static int fwd_##name(void *c) {                                                            \
-    ctx_##name *a = c;                                                                        \
-    return PG_FWD_##lib(name, a->k, a->grid, a->block, a->args, a->shmem, a->s);              \
-  }                                                                                           \
-  PG_INTERCEPT(ret, name, PG_P6(T, k, grid, block, args, shmem, s)) {                         \
-    PG_LAUNCH_BODY(ret, false, #name, ptsz, pg_kparams_func_of_handle(k), PG_DESCRIBE_##lib,  \
-                   args, s, PG_FWD_##lib(name, k, grid, block, args, shmem, s), fwd_##name,   \
-                   ctx_##name, {k, grid, block, args, shmem, s});                             \
-  }
+#define PG_KIND_launch_handle(lib, name, ptsz, ret, T) \
+  PG_LAUNCH_KIND(lib, name, ptsz, ret, T, pg_kparams_func_of_handle)
 /* The handles __cudaLaunchKernel names are remembered when they are made. */
 #define PG_KIND_get_kernel(lib, name, ptsz, ret, T)                                           \
   PG_INTERCEPT(ret, name, PG_P2(T, kernel, func)) {                                           \
