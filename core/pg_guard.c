@@ -119,6 +119,8 @@ void pg_guard_enable(size_t min, bool guard_shared_edges) {
   atomic_store(&shared_edges, guard_shared_edges);
   atomic_store(&enabled, true);
   pg_tracker_set_hooks(pg_guard_on_begin, pg_guard_on_retire, NULL);
+  /* A region under the threshold is never guarded (worth_guarding): its pieces skip the hooks. */
+  pg_tracker_set_hook_min_region(min);
 }
 
 bool pg_guard_enabled(void) { return atomic_load_explicit(&enabled, memory_order_relaxed); }

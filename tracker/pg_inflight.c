@@ -374,9 +374,16 @@ typedef struct begin_ctx {
   uint64_t t;         /* the enqueue stamp */
   uint64_t op;        /* the first piece's id (0 before it) */
   uint64_t first_seq; /* the first piece's sequence number */
-  bool hook;          /* a begin hook runs for each piece (guard pages) */
+  bool hook;          /* begin hooks are set (guard pages) */
+  bool hooked;        /* a piece of this begin waits for the begin hook (piece_hooked) */
   const pg_shape_t *shape; /* a pitched copy's side (NULL: every byte of the span) */
 } begin_ctx_t;
+
+/* Whether a piece in a region of `size` bytes goes through the hooks (the region's size alone
+ * decides, so begin_finish and begin_piece agree). */
+static inline bool piece_hooked(bool hook, size_t region_size) {
+  return hook && region_size >= pg_hook_min_region;
+}
 
 /* st->mu held: one piece [lo, hi) of region hit h, recorded on the stream and put on its FIFO
  * (indexed on the region's owner list, or left PG_IN_PENDING for begin_finish). NULL when no
@@ -436,7 +443,9 @@ static inline __attribute__((always_inline)) pg_acc_t *begin_piece(begin_ctx_t *
   if (__builtin_expect(c->shape != NULL, 0)) a->shape = *c->shape;
   atomic_store_explicit(&a->hooked, false, memory_order_relaxed);
   /* Without a begin hook to run, retirement may take it as soon as it is indexed. */
-  atomic_store_explicit(&a->ready, !c->hook, memory_order_relaxed);
+  bool hooked = piece_hooked(c->hook, a->pub.region_size);
+  c->hooked |= hooked;
+  atomic_store_explicit(&a->ready, !hooked, memory_order_relaxed);
   a->region = h->rec;
   a->region_gen = h->gen;
   a->stream = st;
@@ -501,7 +510,7 @@ __attribute__((noinline)) static void begin_finish(pg_stream_t *st, bool hook,
      * faults on them from here on finds it. Not ready until the hook returned: no thread can
      * retire the piece (and call the retire hook) before, so a guard page is never protected
      * after its unprotect. */
-    if (hook) {
+    if (hook && piece_hooked(hook, a->pub.region_size)) {
       a->hook_lo = a->pub.lo;
       a->hook_hi = a->pub.hi;
       pg_region_t reg = piece_region(a);
@@ -549,7 +558,7 @@ static inline __attribute__((always_inline)) int begin_leave(begin_ctx_t *c, pg_
   if (later) pg_stream_retire_finish(st, later);
   if (retired) pg_stream_retired(retired, evicted);
   atomic_fetch_add_explicit(&pg_inflight_total, ok, memory_order_relaxed);
-  if (ok && (c->hook || pending)) begin_finish(st, c->hook, c->first_seq, accs, ok);
+  if (ok && (c->hooked || pending)) begin_finish(st, c->hooked, c->first_seq, accs, ok);
   return ok ? (int)ok : untracked_begin(c->origin);
 }
 

@@ -10,6 +10,7 @@ pg_devops_t pg_ops;
 pg_access_begin_fn pg_hook_begin;
 pg_access_hook_fn pg_hook_retire;
 void *pg_hook_ctx;
+size_t pg_hook_min_region;
 atomic_size_t pg_inflight_total;
 __thread int pg_hash_oom;
 
@@ -42,6 +43,8 @@ void pg_tracker_set_hooks(pg_access_begin_fn on_begin, pg_access_hook_fn on_reti
   pg_hook_begin = on_begin;
   pg_hook_retire = on_retire;
 }
+
+void pg_tracker_set_hook_min_region(size_t bytes) { pg_hook_min_region = bytes; }
 
 static void lock_rec(pg_region_rec_t *r) { pg_lock(&r->mu); }
 static void unlock_rec(pg_region_rec_t *r) { pg_unlock(&r->mu); }

@@ -38,6 +38,11 @@ typedef bool (*pg_access_begin_fn)(uintptr_t *lo, uintptr_t *hi, pg_dir_t dir,
                                    const struct pg_region *reg, void *ctx);
 typedef void (*pg_access_hook_fn)(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx);
 void pg_tracker_set_hooks(pg_access_begin_fn on_begin, pg_access_hook_fn on_retire, void *ctx);
+/* Pieces in regions smaller than `bytes` never reach the hooks (0, the default: every piece
+ * does): the guard code protects no region under its size threshold, so such a piece is tracked
+ * without the hooks' bookkeeping (it is ready at once, as with no hooks). Set before tracking
+ * starts, like the hooks. */
+void pg_tracker_set_hook_min_region(size_t bytes);
 
 /* Counters the tracker keeps for the stats (the policy's, which it does not link): retired,
  * ordered before the host and no longer tracked; evicted, completed but never ordered, dropped

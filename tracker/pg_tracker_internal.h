@@ -42,6 +42,7 @@ extern pg_devops_t pg_ops;
 extern pg_access_begin_fn pg_hook_begin;
 extern pg_access_hook_fn pg_hook_retire;
 extern void *pg_hook_ctx;
+extern size_t pg_hook_min_region; /* pg_tracker_set_hook_min_region */
 extern atomic_size_t pg_inflight_total;
 
 /* ---- regions (pg_regions.c) ---------------------------------------------------------------- */

@@ -300,6 +300,29 @@ Test(tracker_inflight, uncounted_pieces_skip_the_retire_hook) {
   hook_counts = true;
 }
 
+/* A piece in a region under the hooks' minimum size never reaches them, and is ready at once
+ * (its stream's sync retires it); one in a region of that size does. */
+Test(tracker_inflight, hooks_skip_regions_under_their_minimum) {
+  pg_tracker_set_hooks(on_begin, on_retire, &hook_begins);
+  pg_tracker_set_hook_min_region(N + 1);
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_h2d(dev, buf, 8192, s1), 1);
+  cr_assert_eq(hook_begins, 0, "a region under the minimum is not the hooks' business");
+  pg_access_t out[4];
+  cr_assert_eq(pg_inflight_query(buf, 8192, 0, out, 4), 1, "tracked all the same");
+  tt_open_gates();
+  tt_stream_sync(s1);
+  cr_assert_eq(hook_retires, 0);
+  cr_assert_eq(pg_tracker_inflight_count(), 0, "ready, so the sync retired it");
+  pg_tracker_set_hook_min_region(N);
+  cr_assert_eq(tt_copy_h2d(dev, buf, 8192, s1), 1);
+  cr_assert_eq(hook_begins, 1, "a region of the minimum size is");
+  tt_stream_sync(s1);
+  cr_assert_eq(hook_retires, 1);
+  pg_tracker_set_hook_min_region(0);
+  pg_tracker_set_hooks(NULL, NULL, NULL);
+}
+
 /* The begin hook protects the piece's pages: from then on a CPU access faults, and the fault
  * handler asks the in-flight table about the page. The piece must already be there, or the
  * handler finds nothing and opens the page while the device access is in flight (a false
