@@ -450,12 +450,13 @@ static void keep_pinned_spans(pg_op_t *op) {
   for (size_t i = 0; i < op->nspans; i++) {
     pg_span_t *s = &op->spans[i]; /* kept in place, moved down only after a dropped one */
     pg_lookup_t *lk = kept < PG_OP_LOOKUPS ? &op->lk[kept] : NULL;
-    if (s->n == 0) {
+    if (s->n == 0 && lk) {
+      if (!(s->n = pg_region_lookup_rest_on(s->p, op->stream, &s->dir, lk))) continue;
+    } else if (s->n == 0) {
       pg_region_t reg;
       if (!pg_region_find(s->p, &reg)) continue;
       s->n = reg.base + reg.size - (uintptr_t)s->p;
       if (pg_pin_is_read_only(reg.how, reg.flags)) s->dir = PG_DIR_READ;
-      if (lk) pg_region_lookup_on(s->p, s->n, op->stream, s->dir, lk);
     } else if (!is_pinned(s->p, s->n, op->only_tracked, op->stream, s->dir, lk)) {
       continue;
     }

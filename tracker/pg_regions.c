@@ -567,8 +567,9 @@ __attribute__((noinline)) static void lookup_on_many(pg_lookup_t *lk, cudaStream
   lk->quiet = pg_access_quiet_at(lk, stream);
 }
 
-size_t pg_region_lookup_on(const void *p, size_t n, cudaStream_t stream, pg_dir_t dir,
-                           pg_lookup_t *lk) {
+static inline __attribute__((always_inline)) size_t lookup_on(const void *p, size_t n,
+                                                              cudaStream_t stream, pg_dir_t dir,
+                                                              pg_lookup_t *lk) {
   size_t total = lookup(p, n, lk);
   /* pg_access_quiet_at's answer, which the common span (one region, the lookup just made)
    * gets without a call. */
@@ -582,6 +583,38 @@ size_t pg_region_lookup_on(const void *p, size_t n, cudaStream_t stream, pg_dir_
   lk->quiet = false;
   if (total) lookup_on_many(lk, stream);
   return total;
+}
+
+size_t pg_region_lookup_on(const void *p, size_t n, cudaStream_t stream, pg_dir_t dir,
+                           pg_lookup_t *lk) {
+  return lookup_on(p, n, stream, dir, lk);
+}
+
+size_t pg_region_lookup_rest_on(const void *p, cudaStream_t stream, pg_dir_t *dir,
+                                pg_lookup_t *lk) {
+  uintptr_t x = (uintptr_t)p, end;
+  pg_pin_how_t how;
+  unsigned flags;
+  /* The region that answered this thread's last lookup, when it still stands alone over its
+   * extent: the only one holding p, so the one pg_region_find gives (and lookup_on's lookup
+   * finds it again at its first test). */
+  const solo_entry_t *e = &t_solo_last;
+  if (__builtin_expect(e->seq == atomic_load_explicit(&g_seq, memory_order_acquire) &&
+                           e->base <= x && x < e->end,
+                       1)) {
+    end = e->end;
+    how = (pg_pin_how_t)LD(e->rec->how);
+    flags = LD(e->rec->flags);
+  } else {
+    pg_region_t reg;
+    if (!pg_region_find(p, &reg)) return 0;
+    end = reg.base + reg.size;
+    how = reg.how;
+    flags = reg.flags;
+  }
+  if (pg_pin_is_read_only(how, flags)) *dir = PG_DIR_READ;
+  lookup_on(p, end - x, stream, *dir, lk);
+  return end - x;
 }
 
 const pg_region_hit_t *pg_regions_of_lookup_slow(const pg_lookup_t *lk, pg_region_hit_t *out,

@@ -129,6 +129,13 @@ static inline bool pg_lookup_current(const pg_lookup_t *lk) {
  * lookup is for an op on `stream`, begun on it. */
 size_t pg_region_lookup_on(const void *p, size_t n, cudaStream_t stream, pg_dir_t dir,
                            pg_lookup_t *lk);
+/* A kernel's pointer parameter p, whose span runs to the end of the region holding it (the one
+ * pg_region_find gives): the span's length (0: p lies in no region, *lk untouched), and *lk as
+ * pg_region_lookup_on makes it for that span. *dir becomes PG_DIR_READ when the region is
+ * registered read-only (pg_pin_is_read_only: the device cannot write it). One index search,
+ * none when the region answered this thread's last lookup. */
+size_t pg_region_lookup_rest_on(const void *p, cudaStream_t stream, pg_dir_t *dir,
+                                pg_lookup_t *lk);
 
 /* ---- the access table ------------------------------------------------------------------------
  * An access is recorded per region it touches ("piece"), each with its own completion event.

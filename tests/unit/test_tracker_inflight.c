@@ -323,6 +323,62 @@ Test(tracker_inflight, hooks_skip_regions_under_their_minimum) {
   pg_tracker_set_hooks(NULL, NULL, NULL);
 }
 
+/* A kernel parameter's span runs from it to its region's end: pg_region_lookup_rest_on gives
+ * what pg_region_find then pg_region_lookup_on give, whether or not the region answered the
+ * thread's last lookup, over random nested, overlapping, read-only and removed regions (synthetic
+ * addresses: lookups never touch the memory). */
+Test(tracker_inflight, rest_of_region_lookup_matches_find_then_lookup) {
+  const uintptr_t base = (uintptr_t)0x6e0000000000;
+  enum { R = 200, PROBES = 4000 };
+  srand(4242);
+  /* Slots of 16 pages: most hold one region alone (a lookup's memo answers for it), every
+   * fifth a second one inside or across it. */
+  for (int i = 0; i < R; i++) {
+    int slot = i % 5 == 4 ? rand() % 256 : i;
+    uintptr_t at = base + (uintptr_t)slot * 16 * 4096 + (uintptr_t)(rand() % 4) * 4096;
+    size_t size = (size_t)(1 + rand() % 16) * 4096 - (size_t)(rand() % 2) * 100;
+    unsigned flags = rand() % 5 == 0 ? PG_REGISTER_READ_ONLY : 0;
+    cr_assert_eq(pg_region_add((void *)at, size, PG_PIN_REGISTER, flags, NULL), 0);
+  }
+  uintptr_t x = base;
+  for (int k = 0; k < PROBES; k++) {
+    if (k % 40 == 39) { /* the last probe's region removed: no memo may answer for it */
+      pg_region_t last;
+      if (pg_region_find((void *)x, &last)) pg_region_remove((void *)last.base, NULL);
+    } else if (rand() % 4) {
+      x = base + (uintptr_t)(rand() % (260 * 16 * 4096));
+    }
+    if (rand() % 4 == 0) { /* some probes after a lookup elsewhere, most right after their own */
+      pg_lookup_t other;
+      uintptr_t y = base + (uintptr_t)(rand() % (260 * 16 * 4096));
+      pg_region_lookup_on((void *)y, 64, s1, PG_DIR_READ, &other);
+    }
+    pg_dir_t dir0 = (pg_dir_t)(rand() % 3), want_dir = dir0, got_dir = dir0;
+    pg_lookup_t want, got;
+    size_t got_n = pg_region_lookup_rest_on((void *)x, s1, &got_dir, &got);
+    pg_region_t reg; /* the model: the region pg_region_find names, then its lookup */
+    size_t want_n = 0;
+    if (pg_region_find((void *)x, &reg)) {
+      want_n = reg.base + reg.size - x;
+      if (pg_pin_is_read_only(reg.how, reg.flags)) want_dir = PG_DIR_READ;
+      pg_region_lookup_on((void *)x, want_n, s1, want_dir, &want);
+    }
+    cr_assert_eq(got_n, want_n, "probe %d", k);
+    cr_assert_eq(got_dir, want_dir, "probe %d", k);
+    if (!want_n) continue;
+    cr_assert_eq(got.lo, want.lo, "probe %d", k);
+    cr_assert_eq(got.hi, want.hi, "probe %d", k);
+    cr_assert_eq(got.total, want.total, "probe %d", k);
+    cr_assert_eq(got.quiet, want.quiet, "probe %d", k);
+    cr_assert_eq(got.stream, want.stream, "probe %d", k);
+    for (size_t h = 0; h < want.total && h < PG_LOOKUP_HITS; h++) {
+      cr_assert_eq(got.hits[h].base, want.hits[h].base, "probe %d hit %zu", k, h);
+      cr_assert_eq(got.hits[h].end, want.hits[h].end, "probe %d hit %zu", k, h);
+      cr_assert_eq(got.hits[h].rec, want.hits[h].rec, "probe %d hit %zu", k, h);
+    }
+  }
+}
+
 /* The begin hook protects the piece's pages: from then on a CPU access faults, and the fault
  * handler asks the in-flight table about the page. The piece must already be there, or the
  * handler finds nothing and opens the page while the device access is in flight (a false
