@@ -415,11 +415,33 @@ static inline void log_word(pg_unwind_log_t *log, uintptr_t at, uintptr_t val) {
   log->n++;
 }
 
+/* A saved rbp matters to the walk only if a later frame's CFA is computed from it, before the
+ * next saved rbp replaces it: its word is logged, and taken out again (the log's last word moved
+ * into its place: the check is of every word, in any order) when nothing used it. *unused is
+ * the index of the logged rbp no frame has used yet (-1: none). */
+static inline void log_fp(pg_unwind_log_t *log, int *unused, uintptr_t at, uintptr_t val) {
+  if (!log) return;
+  if (*unused >= 0) { /* the rbp before it was never used: this one takes its slot */
+    log->at[*unused] = at, log->val[*unused] = val;
+    return;
+  }
+  if (log->n < PG_UNWIND_LOG_MAX) *unused = (int)log->n;
+  log_word(log, at, val);
+}
+
+static inline void log_drop_unused(pg_unwind_log_t *log, int unused) {
+  if (!log || unused < 0 || log->n > PG_UNWIND_LOG_MAX) return; /* (a log too long is unused) */
+  unsigned last = log->n - 1;
+  log->at[unused] = log->at[last], log->val[unused] = log->val[last];
+  log->n = last;
+}
+
 /* Both entry points; log NULL folds away in pg_unwind_continue. */
 static inline __attribute__((always_inline)) pg_unwind_end_t
 continue_walk(pg_unwind_regs_t r, void **pc, unsigned *np, unsigned max, uintptr_t lo,
               uintptr_t hi, unsigned flags, bool *only_end, pg_unwind_log_t *log) {
   unsigned n = *np, first = n;
+  int fp_unused = -1; /* log_fp */
   if (log) log->n = 0;
   uint64_t all = ~(uint64_t)0; /* the rules of the frames recorded, ANDed: R_END if all are */
   uintptr_t span = hi - lo;
@@ -440,6 +462,7 @@ continue_walk(pg_unwind_regs_t r, void **pc, unsigned *np, unsigned max, uintptr
       break;
     }
     stop &= ~BIT(R_END);
+    if (rule & BIT(R_CFA_FP)) fp_unused = -1; /* the rbp's word counts */
     uintptr_t cfa = ((rule & BIT(R_CFA_FP)) ? r.fp : r.sp) + (uint32_t)rule;
     /* The return address at CFA - 8 and the saved rbp must lie in the stack. */
     if (__builtin_expect(cfa - lo - 8 > span - 8 || (cfa & 7), 0)) {
@@ -455,7 +478,7 @@ continue_walk(pg_unwind_regs_t r, void **pc, unsigned *np, unsigned max, uintptr
         break;
       }
       r.fp = *(const uintptr_t *)at;
-      log_word(log, at, r.fp);
+      log_fp(log, &fp_unused, at, r.fp);
     }
     if (ret == 0) {
       end = PG_UNWIND_OUTERMOST;
@@ -465,6 +488,7 @@ continue_walk(pg_unwind_regs_t r, void **pc, unsigned *np, unsigned max, uintptr
     r.pc = ret;
     r.sp = cfa;
   }
+  log_drop_unused(log, fp_unused);
   if (only_end)
     *only_end = n != first && end == PG_UNWIND_OUTERMOST && (all & BIT(R_END));
   *np = n;

@@ -48,10 +48,12 @@ enum {
 pg_unwind_end_t pg_unwind_continue(pg_unwind_regs_t r, void **pc, unsigned *n, unsigned max,
                                    uintptr_t lo, uintptr_t hi, unsigned flags, bool *only_end);
 
-/* The stack words a walk read, in order: pg_unwind_continue_logged's record. A walk from the
- * same registers over stack words that still hold the same values records the same frames and
- * ends the same way (a frame's rule depends on its return address only), so a caller may keep
- * one walk's result and reuse it after checking the words (pg_stack.c's tail memo). */
+/* The stack words a walk's result depends on: pg_unwind_continue_logged's record, in no
+ * particular order. Every return address it read, and each saved rbp that a later frame's CFA
+ * was computed from (a saved rbp that the next one replaced unused is left out). A walk from
+ * the same registers over stack words that still hold the same values records the same frames
+ * and ends the same way (a frame's rule depends on its return address only), so a caller may
+ * keep one walk's result and reuse it after checking the words (pg_stack.c's tail memo). */
 #define PG_UNWIND_LOG_MAX 40
 typedef struct pg_unwind_log {
   unsigned n; /* words read; above PG_UNWIND_LOG_MAX, the first PG_UNWIND_LOG_MAX were kept */

@@ -156,3 +156,101 @@ Test(unwind, each_return_address_cached_once, .disabled = !PG_UNWIND_CACHE_CHECK
   cr_assert_eq(b.cached, a.cached, "no new entry for the same stack");
   cr_assert_eq(b.table_full, 0u);
 }
+
+/* The tail memo checks only the words the walk's log names (pg_unwind.h): every return address,
+ * and each saved rbp a later frame's CFA was computed from. Whatever the log leaves out must not
+ * change the walk. The stack above a frame (frames without frame pointers, frames whose CFA is
+ * rbp-based because of a variable-length array, frames that save rbp as a plain register) is
+ * copied, its stack addresses moved with it; the walk over the copy gives the live walk's frames;
+ * then each word the log leaves out is replaced, in turn, by another address inside the copy,
+ * and the walk over the copy must still give the same frames and end the same way. */
+typedef struct tu_walk {
+  void *pc[PG_STACK_MAX];
+  unsigned n;
+  pg_unwind_end_t end;
+} tu_walk_t;
+
+static tu_walk_t tu_walk_on(pg_unwind_regs_t r, uintptr_t lo, uintptr_t hi, pg_unwind_log_t *log) {
+  tu_walk_t w = {.n = 0};
+  bool only_end;
+  w.end = log ? pg_unwind_continue_logged(r, w.pc, &w.n, PG_STACK_MAX, lo, hi, 0, &only_end, log)
+              : pg_unwind_continue(r, w.pc, &w.n, PG_STACK_MAX, lo, hi, 0, &only_end);
+  return w;
+}
+
+static void tu_same_walk(const tu_walk_t *a, const tu_walk_t *b, const char *what, size_t i) {
+  cr_assert_eq(a->n, b->n, "%s %zu: depth", what, i);
+  cr_assert_eq(a->end, b->end, "%s %zu: ending", what, i);
+  for (unsigned k = 0; k < a->n; k++) cr_assert_eq(a->pc[k], b->pc[k], "%s %zu: frame %u", what, i, k);
+}
+
+#define TU_COPY_WORDS 2048
+static uintptr_t tu_copy[TU_COPY_WORDS];
+static int tu_words_checked, tu_words_left_out;
+
+/* The frame pointer's frame: its saved rbp and return address, as finish_broken reads them. */
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) void tu_log_probe(void) {
+  const uintptr_t *f = __builtin_frame_address(0);
+  pg_unwind_regs_t r = {f[1], (uintptr_t)f + 2 * sizeof(uintptr_t), f[0]};
+  uintptr_t lo = r.sp, hi = lo + sizeof tu_copy, slo, shi;
+  pg_stack_t warm; /* learns the stack bounds */
+  pg_stack_capture(&warm, 0, 1);
+  cr_assert(pg_stack_bounds(&slo, &shi));
+  if (hi > shi) hi = shi;
+  size_t words = (hi - lo) / sizeof(uintptr_t);
+  pg_unwind_log_t log;
+  tu_walk_t live = tu_walk_on(r, lo, hi, &log);
+  cr_assert_geq(live.n, 6u, "the walk goes through the test's frames");
+  cr_assert_leq(log.n, (unsigned)PG_UNWIND_LOG_MAX);
+  uintptr_t delta = (uintptr_t)tu_copy - lo;
+  for (size_t i = 0; i < words; i++) {
+    uintptr_t v = ((const volatile uintptr_t *)lo)[i];
+    tu_copy[i] = v >= lo && v < hi ? v + delta : v;
+  }
+  pg_unwind_regs_t c = {r.pc, r.sp + delta, r.fp >= lo && r.fp < hi ? r.fp + delta : r.fp};
+  uintptr_t clo = (uintptr_t)tu_copy, chi = clo + words * sizeof(uintptr_t);
+  tu_walk_t copied = tu_walk_on(c, clo, chi, NULL);
+  tu_same_walk(&live, &copied, "the copy", 0);
+  /* The words up to the last one the walk could have read: its last frame's CFA. */
+  uintptr_t top = 0;
+  for (unsigned k = 0; k < log.n; k++) top = log.at[k] > top ? log.at[k] : top;
+  size_t upto = (top - lo) / sizeof(uintptr_t) + 1;
+  for (size_t i = 0; i < upto && i < words; i++) {
+    bool logged = false;
+    for (unsigned k = 0; k < log.n; k++) logged |= log.at[k] == lo + i * sizeof(uintptr_t);
+    if (logged) continue;
+    uintptr_t keep = tu_copy[i];
+    /* Another frame's place: a saved rbp the walk used would move that frame's CFA. */
+    tu_copy[i] = clo + ((i * 40 + 64) % (words * sizeof(uintptr_t) / 2) & ~(uintptr_t)15);
+    tu_walk_t changed = tu_walk_on(c, clo, chi, NULL);
+    tu_copy[i] = keep;
+    tu_same_walk(&live, &changed, "word left out of the log", i);
+    tu_words_left_out++;
+  }
+  tu_words_checked = (int)upto;
+}
+
+/* rbp-based frames: a variable-length array makes the compiler keep a frame pointer, and
+ * compute the CFA from it. */
+__attribute__((noinline)) int tu_vla_level(int n) {
+  volatile char vla[16 + 8 * (n & 3)];
+  vla[0] = (char)n;
+  if (n <= 0) tu_log_probe();
+  else sink += tu_vla_level(n - 1);
+  return vla[0];
+}
+
+/* A frame that keeps many values across its call saves rbp as a plain register. */
+__attribute__((noinline)) int tu_busy_level(int n) {
+  volatile int in[7] = {n, n + 1, n + 2, n + 3, n + 4, n + 5, n + 6};
+  int a = in[0], b = in[1], c = in[2], d = in[3], e = in[4], f = in[5], g = in[6];
+  sink += n > 0 ? tu_busy_level(n - 1) : tu_vla_level(2);
+  return a * b + c * d + e * f + g;
+}
+
+Test(unwind, words_left_out_of_the_log_do_not_change_the_walk) {
+  sink += tu_vla_level(1 + (sink & 0));
+  sink += tu_busy_level(3);
+  cr_assert_gt(tu_words_checked, 0);
+  cr_assert_gt(tu_words_left_out, 0, "some words were left out, and each was tried");
+}
