@@ -268,12 +268,16 @@ static inline pg_unwind_end_t tail_from_memo(const tail_memo_t *mm, pg_unwind_re
          (*(const volatile uintptr_t *)at[1] ^ val[1]);
   if (mm->log.n & 1) d |= *(const volatile uintptr_t *)at[0] ^ val[0];
   if (d) return PG_UNWIND_NO_MEMO;
-  /* The frames, four at a time while out->pc has room for four (slots past mm->to then get
-   * whatever the memo's held: past the depth, never read), the last few one by one. */
-  void **dst = &out->pc[n], **end = &out->pc[mm->to], **room = &out->pc[PG_STACK_MAX - 4];
+  /* The frames, four at a time; the last four end where the tail ends, overlapping the block
+   * before (the same values again). A tail of under four frames one by one. */
+  void **dst = &out->pc[n], **end = &out->pc[mm->to];
   void *const *src = mm->tail;
-  for (; dst < end && dst <= room; dst += 4, src += 4) memcpy(dst, src, 4 * sizeof *dst);
-  for (; dst < end; dst++, src++) *dst = *src;
+  if (__builtin_expect(mm->to - n >= 4, 1)) {
+    for (; dst + 4 <= end; dst += 4, src += 4) memcpy(dst, src, 4 * sizeof *dst);
+    if (dst < end) memcpy(end - 4, src + (end - dst) - 4, 4 * sizeof *dst);
+  } else {
+    for (; dst < end; dst++, src++) *dst = *src;
+  }
   *m = mm->to;
   *only_end = mm->only_end;
   return (pg_unwind_end_t)mm->end;

@@ -65,14 +65,16 @@ static inline __attribute__((always_inline)) void pg_pyframes_copy(const void **
  * loop over frames; slots past depth carry whatever they held and are never read), and the
  * Python frames in blocks of four (pg_pyframes_copy). */
 #define PG_STACK_SHORT 4
-_Static_assert(PG_STACK_MAX % PG_STACK_SHORT == 0, "pg_stack_copy copies frames in blocks");
+_Static_assert(PG_STACK_MAX == 4 * PG_STACK_SHORT, "pg_stack_copy copies four blocks of frames");
 static inline void pg_stack_copy(pg_stack_t *dst, const pg_stack_t *src) {
   memcpy(dst, src, offsetof(pg_stack_t, pc)); /* depth, flags, tid, py_depth */
-  memcpy(dst->pc, src->pc, PG_STACK_SHORT * sizeof src->pc[0]);
-  if (__builtin_expect(src->depth > PG_STACK_SHORT, 0)) { /* the rest, four at a time */
-    for (unsigned i = PG_STACK_SHORT; i < src->depth && i < PG_STACK_MAX; i += PG_STACK_SHORT)
-      memcpy(&dst->pc[i], &src->pc[i], PG_STACK_SHORT * sizeof src->pc[0]);
-  }
+  /* The blocks written out, one test each (PG_STACK_MAX is four of them). */
+#define PG_STACK_BLOCK(i) memcpy(&dst->pc[i], &src->pc[i], PG_STACK_SHORT * sizeof src->pc[0])
+  PG_STACK_BLOCK(0);
+  if (src->depth > 4) PG_STACK_BLOCK(4);
+  if (src->depth > 8) PG_STACK_BLOCK(8);
+  if (src->depth > 12) PG_STACK_BLOCK(12);
+#undef PG_STACK_BLOCK
   pg_pyframes_copy(dst->py_code, dst->py_offset, src->py_code, src->py_offset,
                    src->py_depth < PG_PYSTACK_MAX ? src->py_depth : PG_PYSTACK_MAX);
 }
