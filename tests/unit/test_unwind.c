@@ -188,8 +188,10 @@ static void tu_same_walk(const tu_walk_t *a, const tu_walk_t *b, const char *wha
 static uintptr_t tu_copy[TU_COPY_WORDS];
 static int tu_words_checked, tu_words_left_out;
 
-/* The frame pointer's frame: its saved rbp and return address, as finish_broken reads them. */
-__attribute__((noinline, optimize("no-omit-frame-pointer"))) void tu_log_probe(void) {
+/* The frame pointer's frame: its saved rbp and return address, as finish_broken reads them.
+ * It reads the stack above it word by word, redzones included (not instrumented). */
+__attribute__((noinline, optimize("no-omit-frame-pointer"), no_sanitize("address")))
+void tu_log_probe(void) {
   const uintptr_t *f = __builtin_frame_address(0);
   pg_unwind_regs_t r = {f[1], (uintptr_t)f + 2 * sizeof(uintptr_t), f[0]};
   uintptr_t lo = r.sp, hi = lo + sizeof tu_copy, slo, shi;
