@@ -777,6 +777,8 @@ bool pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp, bool
   }
   pg_report_kind_t kind =
       is_write ? PG_KIND_CPU_WRITE_DURING_DEVICE_ACCESS : PG_KIND_CPU_READ_DURING_DEVICE_WRITE;
+  /* Before the look: a page let go below must have met no access the look could not see. */
+  unsigned begins = pg_guard_page_begins(page);
   /* Decide first, unwind only for a report: a fault that conflicts with nothing costs no stack.
    * (Should an access begin in between, the page stays protected for it and the retried
    * instruction faults again.) */
@@ -807,7 +809,12 @@ bool pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp, bool
   }
   /* Nothing conflicted: the accesses guarding the page were ordered since (another thread's
    * synchronize), and retire now; should the page still deny the access (nothing found guards
-   * it), it is let go, so that the instruction can run when retried. */
+   * it: another thread may be retiring those accesses at this moment, their counts not yet
+   * dropped), it is let go for this kind of access only, so that the instruction can run when
+   * retried. A read's page stays guarded against CPU writes: a device read still running there,
+   * unordered, must still catch them. Unless a device access began on the page since the look
+   * (FINDINGS.md, F11): the page then stays as it is, and the retried instruction faults again
+   * and finds it. */
   if (total == 0) {
     pg_tracker_retire();
     pg_guard_refresh(page);
@@ -831,8 +838,7 @@ bool pg_decide_cpu_fault(uintptr_t addr, bool is_write, void *pc, void *fp, bool
         pg_guard_refresh(page);
         if (pg_guard_page_allows(page, is_write)) return false;
       }
-      pg_guard_release(page, page + page_size);
-      note_opened(page, page + page_size);
+      if (pg_guard_release_page_since(page, is_write, begins)) note_opened(page, page + page_size);
     }
   }
   return false;

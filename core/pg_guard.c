@@ -45,11 +45,16 @@
  * lock-free open raced a locked pass): the next apply() sets it again, whatever it wants. */
 enum { PROT_STATE_RW = 0, PROT_STATE_READ = 1, PROT_STATE_NONE = 2, PROT_STATE_UNKNOWN = 3 };
 
+/* How far a released page lets the CPU through: RELEASE_READS only lets reads past the device
+ * writes counted on it (the page stays guarded against CPU writes while any device access does);
+ * RELEASE_ALL lets every access through. */
+enum { RELEASE_NONE = 0, RELEASE_READS = 1, RELEASE_ALL = 2 };
+
 typedef struct granule {
   uintptr_t index;                 /* address / (page size * GRANULE_PAGES): the table key */
   uint16_t reads[GRANULE_PAGES];   /* in-flight device reads covering the page */
   uint16_t writes[GRANULE_PAGES];  /* in-flight device writes or unknown-direction accesses */
-  uint8_t released[GRANULE_PAGES]; /* CPU let through until the counts drop to zero */
+  uint8_t released[GRANULE_PAGES]; /* CPU let through until the counts drop to zero (RELEASE_*) */
   uint8_t stepping[GRANULE_PAGES]; /* open while this many threads single-step an instruction */
   /* On a shared edge page (guard_shared_edges), where the region bytes end and begin: the bytes
    * from tail_end up to head_begin are other data (0: no region ends / begins inside the page).
@@ -66,6 +71,7 @@ typedef struct granule {
    * next locked pass folds it into `released` (fold_unlocked). Atomic accesses only. */
   uint8_t open_unlocked[GRANULE_PAGES];
   uint8_t never[GRANULE_PAGES]; /* a flag protocol's page (pg_guard_never): never protected */
+  uint16_t begins[GRANULE_PAGES]; /* device accesses ever counted on the page (wrapping) */
 } granule_t;
 
 typedef struct stripe {
@@ -272,14 +278,14 @@ static uint8_t prot_of(const granule_t *g, size_t i) {
 static void fold_unlocked(granule_t *g, size_t i) {
   if (!__atomic_load_n(&g->open_unlocked[i], __ATOMIC_ACQUIRE)) return;
   __atomic_store_n(&g->open_unlocked[i], 0, __ATOMIC_RELAXED);
-  if (g->reads[i] || g->writes[i]) g->released[i] = 1;
+  if (g->reads[i] || g->writes[i]) g->released[i] = RELEASE_ALL;
   __atomic_store_n(&g->prot[i], PROT_STATE_UNKNOWN, __ATOMIC_RELEASE);
 }
 
 static int desired(const granule_t *g, size_t i) {
-  if (g->released[i] || g->stepping[i] || g->never[i]) return PROT_STATE_RW;
-  if (g->writes[i]) return PROT_STATE_NONE;
-  if (g->reads[i]) return PROT_STATE_READ;
+  if (g->released[i] == RELEASE_ALL || g->stepping[i] || g->never[i]) return PROT_STATE_RW;
+  if (g->writes[i] && g->released[i] != RELEASE_READS) return PROT_STATE_NONE;
+  if (g->reads[i] || g->writes[i]) return PROT_STATE_READ;
   return PROT_STATE_RW;
 }
 
@@ -399,12 +405,13 @@ static void count_piece(granule_t *g, size_t first, size_t last, void *arg) {
     fold_unlocked(g, i); /* before `released` changes: a new access re-arms the page */
     if (c->delta > 0) {
       if (counts[i] < UINT16_MAX) counts[i]++;
-      g->released[i] = 0; /* a new access re-arms a page that an earlier one let go */
+      g->begins[i]++;
+      g->released[i] = RELEASE_NONE; /* a new access re-arms a page that an earlier one let go */
     } else if (counts[i] > 0) {
       counts[i]--;
     }
     if (!g->reads[i] && !g->writes[i]) {
-      g->released[i] = 0;
+      g->released[i] = RELEASE_NONE;
       __atomic_store_n(&g->tail_end[i], 0, __ATOMIC_RELAXED);
       __atomic_store_n(&g->head_begin[i], 0, __ATOMIC_RELAXED);
     }
@@ -523,35 +530,72 @@ bool pg_guard_page_allows(uintptr_t addr, bool is_write) {
   return prot == PROT_STATE_RW || (prot == PROT_STATE_READ && !is_write);
 }
 
-/* arg: NULL releases every guarded page; else the access (is_write) whose denied pages go. */
+/* What a release lets go: for every access (is_write NULL), or for one access, whose denied
+ * pages go for that kind of access only (a read's stay guarded against CPU writes); with
+ * `since`, only on pages where no device access began since their count read *since. */
+typedef struct release_arg {
+  const bool *is_write;
+  const uint16_t *since;
+  bool refused; /* a page was left as it was: an access began on it */
+} release_arg_t;
+
 static void release_piece(granule_t *g, size_t first, size_t last, void *arg) {
-  const bool *is_write = arg;
+  release_arg_t *r = arg;
+  uint8_t level = r->is_write && !*r->is_write ? RELEASE_READS : RELEASE_ALL;
   for (size_t i = first; i < last; i++) {
     if (!g->reads[i] && !g->writes[i]) continue;
     int p = prot_of(g, i);
-    if (is_write && (p == PROT_STATE_RW || (p == PROT_STATE_READ && !*is_write))) continue;
-    g->released[i] = 1;
+    if (r->is_write && (p == PROT_STATE_RW || (p == PROT_STATE_READ && !*r->is_write))) continue;
+    if (r->since && g->begins[i] != *r->since) {
+      r->refused = true;
+      continue;
+    }
+    if (g->released[i] < level) g->released[i] = level;
   }
   apply(g, first, last);
 }
 
-static void release_pages(uintptr_t lo, uintptr_t hi, const bool *is_write) {
-  if (!pg_guard_enabled()) return;
+static bool release_pages(uintptr_t lo, uintptr_t hi, release_arg_t *r) {
+  if (!pg_guard_enabled()) return true;
   /* Widen to whole pages: a release is about every page the CPU access touches. */
   uintptr_t plo = lo & ~(page_size - 1);
   uintptr_t phi = (hi + page_size - 1) & ~(page_size - 1);
-  for_pages(plo, phi, false, release_piece, (void *)is_write);
+  for_pages(plo, phi, false, release_piece, r);
+  return !r->refused;
 }
 
-void pg_guard_release(uintptr_t lo, uintptr_t hi) { release_pages(lo, hi, NULL); }
+void pg_guard_release(uintptr_t lo, uintptr_t hi) {
+  release_arg_t r = {NULL, NULL, false};
+  release_pages(lo, hi, &r);
+}
 
 void pg_guard_release_denying(uintptr_t lo, uintptr_t hi, bool is_write) {
-  release_pages(lo, hi, &is_write);
+  release_arg_t r = {&is_write, NULL, false};
+  release_pages(lo, hi, &r);
+}
+
+unsigned pg_guard_page_begins(uintptr_t addr) {
+  if (!pg_guard_enabled()) return 0;
+  uintptr_t index = addr / granule_bytes();
+  size_t i = (addr % granule_bytes()) / page_size;
+  stripe_t *st = stripe_of(index);
+  stripe_lock(st);
+  granule_t *g = granule_find(index);
+  unsigned n = g ? g->begins[i] : 0;
+  stripe_unlock(st);
+  return n;
+}
+
+bool pg_guard_release_page_since(uintptr_t addr, bool is_write, unsigned begins) {
+  uint16_t since = (uint16_t)begins;
+  uintptr_t page = addr & ~(page_size - 1);
+  release_arg_t r = {&is_write, &since, false};
+  return release_pages(page, page + page_size, &r);
 }
 
 static void rearm_piece(granule_t *g, size_t first, size_t last, void *arg) {
   (void)arg;
-  memset(&g->released[first], 0, last - first);
+  memset(&g->released[first], RELEASE_NONE, last - first);
   apply(g, first, last);
 }
 
@@ -638,7 +682,7 @@ static void forget_piece(granule_t *g, size_t first, size_t last, void *arg) {
   bool unmapped = *(const bool *)arg;
   for (size_t i = first; i < last; i++) {
     g->reads[i] = g->writes[i] = 0;
-    g->released[i] = 0;
+    g->released[i] = RELEASE_NONE;
     g->never[i] = 0;
   }
   if (unmapped)

@@ -73,8 +73,20 @@ bool pg_guard_page_allows(uintptr_t addr, bool is_write);
 void pg_guard_release(uintptr_t lo, uintptr_t hi);
 
 /* pg_guard_release for only those pages of [lo, hi) whose protection denies a read (or, with
- * is_write, a write): what a system call needs so that the kernel never meets a guarded page. */
+ * is_write, a write), and only for that access: a read's pages let CPU reads through and stay
+ * guarded against CPU writes while a device access counts on them. What a system call needs so
+ * that the kernel never meets a guarded page, and what a fault that conflicts with nothing needs
+ * so that its instruction can run. */
 void pg_guard_release_denying(uintptr_t lo, uintptr_t hi, bool is_write);
+
+/* How many device accesses have begun on the page holding addr (a wrapping count), for
+ * pg_guard_release_page_since: a fault reads it before it looks for conflicts. */
+unsigned pg_guard_page_begins(uintptr_t addr);
+
+/* pg_guard_release_denying for the page holding addr, unless a device access began on it since
+ * its count read `begins`: then the page is left as it is (false), so that the retried
+ * instruction faults again and is judged with that access in view. */
+bool pg_guard_release_page_since(uintptr_t addr, bool is_write, unsigned begins);
 
 /* Undoes pg_guard_release on the whole pages of [lo, hi): the pages that accesses still guard are
  * protected again (after a host function, which may touch pages that later work on its own
