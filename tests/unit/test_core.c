@@ -7,15 +7,18 @@
  * and the guard-page bookkeeping behind a copy. Each Criterion test runs in its own process,
  * so each starts core afresh. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include "pg_engine.h"
 #include "pg_guard.h"
 #include "pg_policy.h"
+#include "pg_tracker.h"
 #include "test_policy_helpers.h"
 
 /* ---- the fake device ------------------------------------------------------------------------ */
@@ -486,6 +489,66 @@ Test(core, a_fault_of_a_thread_inside_pinguard_opens_the_page_unchecked) {
   cr_assert_eq(pg_on_fault(&f), PG_FAULT_RETRY);
   buf[4096] = 1; /* the page is open (unlocked, uncounted): the retried store goes through */
   cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
+}
+
+/* ---- a fault that conflicts with nothing (tests/fuzz/FINDINGS.md, F11) ---------------------- */
+/* Another thread's retirement of an ordered device write, held in its retire hook: the access is
+ * off its stream (no one else retires it) and its page count not yet dropped. */
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cv = PTHREAD_COND_INITIALIZER;
+static bool holding, in_hook, let_go;
+
+static void held_retire(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx) {
+  pthread_mutex_lock(&hold_mu);
+  if (holding && dir == PG_DIR_WRITE) {
+    in_hook = true;
+    pthread_cond_broadcast(&hold_cv);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10; /* a failing test must not hang */
+    while (!let_go && pthread_cond_timedwait(&hold_cv, &hold_mu, &until) == 0) {}
+  }
+  pthread_mutex_unlock(&hold_mu);
+  pg_guard_on_retire(lo, hi, dir, ctx);
+}
+
+static void *sync_stream_1(void *arg) {
+  (void)arg;
+  pg_on_sync_begin(S(1)); /* cudaStreamSynchronize: the host orders the write, then retires it */
+  complete(1);
+  pg_on_sync_end(true);
+  return NULL;
+}
+
+Test(core, a_read_fault_that_conflicts_with_nothing_keeps_the_page_guarded_against_writes) {
+  start("audit", "1:guard_min_bytes=4096");
+  pg_tracker_set_hooks(pg_guard_on_begin, held_retire, NULL);
+  uintptr_t page = (uintptr_t)buf + 4096;
+  copy(0, 4096, 4096, false); /* stream 0: a device read of page 1, never ordered */
+  copy(1, 4096, 4096, true);  /* stream 1: a device write of page 1, ordered below */
+  holding = true;
+  pthread_t t;
+  pthread_create(&t, NULL, sync_stream_1, NULL);
+  pthread_mutex_lock(&hold_mu);
+  while (!in_hook) pthread_cond_wait(&hold_cv, &hold_mu);
+  pthread_mutex_unlock(&hold_mu);
+  /* A CPU read now: no unordered device write to report, yet the page still denies reads. */
+  cr_assert(!pg_guard_page_allows(page, false));
+  pg_fault_t f = access_fault(page, false);
+  cr_assert_eq(pg_on_fault(&f), PG_FAULT_RETRY);
+  cr_assert_eq(tp_count(log_text(), "ERROR: cpu-"), 0, "%s", out); /* the two copies' own: one */
+  cr_assert(pg_guard_page_allows(page, false), "the retried read must run");
+  cr_assert(!pg_guard_page_allows(page, true), "the device read still guards against writes");
+  pthread_mutex_lock(&hold_mu);
+  let_go = true;
+  pthread_cond_broadcast(&hold_cv);
+  pthread_mutex_unlock(&hold_mu);
+  pthread_join(t, NULL);
+  cr_assert(!pg_guard_page_allows(page, true), "the device read still guards against writes");
+  /* The CPU write conflicts with the unordered device read: it faults and is reported. */
+  f = access_fault(page, true);
+  cr_assert_eq(pg_on_fault(&f), PG_FAULT_RETRY);
+  cr_assert_eq(tp_count(log_text(), "ERROR: cpu-write-during-device-access"), 1, "%s", out);
 }
 
 /* ---- stacks are captured only for ops that touch pinned memory ------------------------------ */
