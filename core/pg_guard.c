@@ -506,13 +506,21 @@ bool pg_guard_open_unlocked(uintptr_t addr) {
   return true;
 }
 
+/* The granule holding addr's page (NULL: none yet), with its stripe locked: the caller unlocks
+ * *st whatever the answer. *i: the page's index in it. */
+static granule_t *page_granule_locked(uintptr_t addr, size_t *i, stripe_t **st) {
+  uintptr_t index = addr / granule_bytes();
+  *i = (addr % granule_bytes()) / page_size;
+  *st = stripe_of(index);
+  stripe_lock(*st);
+  return granule_find(index);
+}
+
 bool pg_guard_owns(uintptr_t addr) {
   if (!pg_guard_enabled()) return false;
-  uintptr_t index = addr / granule_bytes();
-  size_t i = (addr % granule_bytes()) / page_size;
-  stripe_t *st = stripe_of(index);
-  stripe_lock(st);
-  granule_t *g = granule_find(index);
+  size_t i;
+  stripe_t *st;
+  granule_t *g = page_granule_locked(addr, &i, &st);
   bool ours = g && (prot_of(g, i) != PROT_STATE_RW || g->reads[i] || g->writes[i]);
   stripe_unlock(st);
   return ours;
@@ -520,11 +528,9 @@ bool pg_guard_owns(uintptr_t addr) {
 
 bool pg_guard_page_allows(uintptr_t addr, bool is_write) {
   if (!pg_guard_enabled()) return true;
-  uintptr_t index = addr / granule_bytes();
-  size_t i = (addr % granule_bytes()) / page_size;
-  stripe_t *st = stripe_of(index);
-  stripe_lock(st);
-  granule_t *g = granule_find(index);
+  size_t i;
+  stripe_t *st;
+  granule_t *g = page_granule_locked(addr, &i, &st);
   int prot = g ? prot_of(g, i) : PROT_STATE_RW;
   stripe_unlock(st);
   return prot == PROT_STATE_RW || (prot == PROT_STATE_READ && !is_write);
@@ -576,11 +582,9 @@ void pg_guard_release_denying(uintptr_t lo, uintptr_t hi, bool is_write) {
 
 unsigned pg_guard_page_begins(uintptr_t addr) {
   if (!pg_guard_enabled()) return 0;
-  uintptr_t index = addr / granule_bytes();
-  size_t i = (addr % granule_bytes()) / page_size;
-  stripe_t *st = stripe_of(index);
-  stripe_lock(st);
-  granule_t *g = granule_find(index);
+  size_t i;
+  stripe_t *st;
+  granule_t *g = page_granule_locked(addr, &i, &st);
   unsigned n = g ? g->begins[i] : 0;
   stripe_unlock(st);
   return n;
