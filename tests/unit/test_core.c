@@ -498,14 +498,20 @@ static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t hold_cv = PTHREAD_COND_INITIALIZER;
 static bool holding, in_hook, let_go;
 
+/* Ten seconds from now: a failing test must not hang. */
+static struct timespec hold_deadline(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  t.tv_sec += 10;
+  return t;
+}
+
 static void held_retire(uintptr_t lo, uintptr_t hi, pg_dir_t dir, void *ctx) {
   pthread_mutex_lock(&hold_mu);
   if (holding && dir == PG_DIR_WRITE) {
     in_hook = true;
     pthread_cond_broadcast(&hold_cv);
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 10; /* a failing test must not hang */
+    struct timespec until = hold_deadline();
     while (!let_go && pthread_cond_timedwait(&hold_cv, &hold_mu, &until) == 0) {}
   }
   pthread_mutex_unlock(&hold_mu);
@@ -530,13 +536,17 @@ Test(core, a_read_fault_that_conflicts_with_nothing_keeps_the_page_guarded_again
   pthread_t t;
   pthread_create(&t, NULL, sync_stream_1, NULL);
   pthread_mutex_lock(&hold_mu);
-  while (!in_hook) pthread_cond_wait(&hold_cv, &hold_mu);
+  struct timespec until = hold_deadline();
+  while (!in_hook && pthread_cond_timedwait(&hold_cv, &hold_mu, &until) == 0) {}
+  bool held = in_hook;
   pthread_mutex_unlock(&hold_mu);
+  cr_assert(held, "the stream sync never retired the ordered write");
   /* A CPU read now: no unordered device write to report, yet the page still denies reads. */
   cr_assert(!pg_guard_page_allows(page, false));
   pg_fault_t f = access_fault(page, false);
   cr_assert_eq(pg_on_fault(&f), PG_FAULT_RETRY);
-  cr_assert_eq(tp_count(log_text(), "ERROR: cpu-"), 0, "%s", out); /* the two copies' own: one */
+  /* (The log's one report so far is the two copies' device-access-conflict.) */
+  cr_assert_eq(tp_count(log_text(), "ERROR: cpu-"), 0, "%s", out);
   cr_assert(pg_guard_page_allows(page, false), "the retried read must run");
   cr_assert(!pg_guard_page_allows(page, true), "the device read still guards against writes");
   pthread_mutex_lock(&hold_mu);
