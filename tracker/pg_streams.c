@@ -583,24 +583,68 @@ void pg_stream_trim(pg_stream_t *st) {
   for (size_t i = 0; i < nextra; i++) pg_ops.event_destroy(extra[i]);
 }
 
+/* Whether access a has completed, as far as the host or pinguard knows or its event says. */
+static inline __attribute__((always_inline)) bool acc_completed(pg_acc_t *a) {
+  return pg_acc_ordered(a) || pg_acc_done(a);
+}
+
+/* How many of acc[0, k), consecutive running accesses of one stream, oldest first, acc[0]
+ * known complete, have completed. A stream completes in order, so they are a prefix, and an
+ * access found complete says so of every one before it: the newest is asked (a device that
+ * caught up costs one event query however many completed), and a binary search between them
+ * only where it has not completed. */
+static size_t completed_prefix(pg_acc_t *const *acc, size_t k) {
+  if (k == 1 || acc_completed(acc[k - 1])) return k;
+  size_t lo = 1, hi = k - 1; /* acc[lo - 1] completed, acc[hi] did not */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (acc_completed(acc[mid])) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /* st->mu held: the accesses from run_head on that have completed give their events back (up to
- * max, 0 = all). Only the oldest running one is asked: a stream completes in order. Those the host
- * is ordered after have completed without asking. */
+ * max, 0 = all). The oldest is asked first (a device still behind costs that one event query);
+ * when it has completed, the ones after it a batch of COMPLETE_BATCH at a time
+ * (completed_prefix asks a few of them). The ones no query answered for are stamped as found
+ * complete now. Those the host is ordered after have completed without asking, and need no
+ * stamp: they are never reported again. */
+enum { COMPLETE_BATCH = 32 };
 size_t pg_stream_complete_locked(pg_stream_t *st, size_t max) {
   size_t n = 0;
-  pg_acc_t *a = st->run_head;
-  for (; a && (!max || n < max); a = a->fifo_next, n++) {
+  for (;;) {
+    pg_acc_t *head = st->run_head;
     /* Not ready: still being begun by another thread; it completes next time. */
-    if (!atomic_load_explicit(&a->ready, memory_order_acquire)) break;
-    /* An access the host is ordered after is never reported again: it needs no stamp. */
-    if (!pg_acc_ordered(a) && !pg_acc_done(a)) break;
-    if (a->has_event) {
-      pg_stream_give_event(st, a->pub.event);
-      a->has_event = false;
+    if (!head || (max && n >= max) || !atomic_load_explicit(&head->ready, memory_order_acquire) ||
+        !acc_completed(head))
+      break;
+    pg_acc_t *acc[COMPLETE_BATCH];
+    size_t k = 0;
+    for (pg_acc_t *a = head; a && k < COMPLETE_BATCH && (!max || n + k < max); a = a->fifo_next) {
+      if (!atomic_load_explicit(&a->ready, memory_order_acquire)) break;
+      acc[k++] = a;
     }
-    st->ndone++;
+    size_t done = completed_prefix(acc, k);
+    uint64_t now = 0;
+    for (size_t i = 0; i < done; i++) {
+      pg_acc_t *a = acc[i];
+      if (!pg_acc_ordered(a) && !atomic_load_explicit(&a->done_stamp, memory_order_relaxed)) {
+        if (!now && !(now = pg_stamp())) now = 1; /* 0 means not found complete */
+        uint64_t none = 0;
+        atomic_compare_exchange_strong_explicit(&a->done_stamp, &none, now,
+                                                memory_order_acq_rel, memory_order_relaxed);
+      }
+      if (a->has_event) {
+        pg_stream_give_event(st, a->pub.event);
+        a->has_event = false;
+      }
+      st->ndone++;
+    }
+    n += done;
+    st->run_head = done < k ? acc[done] : acc[k - 1]->fifo_next;
+    if (done < k) break;
   }
-  st->run_head = a;
   return n;
 }
 

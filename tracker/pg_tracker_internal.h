@@ -421,8 +421,9 @@ void pg_stream_trim(pg_stream_t *st);
  * after, at most `max` accesses each (0 = all). */
 void pg_stream_retire(pg_stream_t *st, size_t max);
 /* st->mu held: the accesses from run_head on that have completed (up to max, 0 = all) give their
- * events back; returns how many. Only the oldest running one is asked (a stream completes in
- * order); those the host is ordered after have completed without asking. */
+ * events back; returns how many. A stream completes in order: a few of them are asked (the
+ * oldest, the newest, a binary search between), not each; those the host is ordered after have
+ * completed without asking. */
 size_t pg_stream_complete_locked(pg_stream_t *st, size_t max);
 /* st->mu held: takes up to `max` (0 = all) accesses off the FIFO head: those the host is ordered
  * after (running ones included: they have completed), and past pg_unordered_cap the oldest

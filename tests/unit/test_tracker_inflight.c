@@ -177,6 +177,65 @@ Test(tracker_inflight, completed_accesses_give_their_events_back) {
   cr_assert_eq(pg_tracker_inflight_count(), 0);
 }
 
+/* A stream completes in order, so a poll asks a few of its accesses' events, not each: random
+ * segments of copies, each held behind its own gate, some of the gates opened; the model: the
+ * copies of the opened segments (and only those) are found complete, with a handful of queries
+ * per batch of 32. Fails when a completion poll asks each access (the queries), takes a running
+ * access for complete (the flags), or leaves a completed one unmarked (the queries a later
+ * lookup then makes). */
+Test(tracker_inflight, completion_polls_ask_a_few_events_and_find_exactly_what_completed) {
+  enum { SEGMENTS = 4, MAX_COPIES = 45 };
+  for (unsigned seed = 1; seed <= 40; seed++) {
+    unsigned r = seed * 2654435761u;
+#define NEXT(m) ((r = r * 1103515245u + 12345u) >> 8) % (m)
+    size_t copies[SEGMENTS], total = 0;
+    cudaEvent_t after[SEGMENTS];
+    for (int i = 0; i < SEGMENTS; i++) {
+      tt_close_gate(s1);
+      copies[i] = NEXT(MAX_COPIES + 1);
+      for (size_t c = 0; c < copies[i]; c++)
+        cr_assert_eq(tt_copy_d2h((char *)buf + 4096 * (total + c), dev, 4096, s1), 1);
+      total += copies[i];
+      /* recorded behind the tracker's back: it learns nothing from it */
+      cr_assert_eq(cudaEventCreate(&after[i]), cudaSuccess);
+      cr_assert_eq(cudaEventRecord(after[i], s1), cudaSuccess);
+    }
+    int opened = (int)NEXT(SEGMENTS + 1);
+    size_t expect = 0;
+    for (int i = 0; i < opened; i++) {
+      sem_post(&tt_gates[i].sem);
+      expect += copies[i];
+    }
+    if (opened) cr_assert_eq(cudaEventSynchronize(after[opened - 1]), cudaSuccess);
+    atomic_store(&tt_event_queries, 0);
+    pg_tracker_retire();
+    int queries = atomic_load(&tt_event_queries);
+    size_t batches = expect / 32 + 1;
+    cr_assert_leq((size_t)queries, 2 * batches + 5,
+                  "seed %u: %d queries for %zu completed of %zu", seed, queries, expect, total);
+    /* The query asks each access not marked complete once: exactly the running ones, if the
+     * poll marked every completed one. */
+    atomic_store(&tt_event_queries, 0);
+    pg_access_t found[SEGMENTS * MAX_COPIES];
+    cr_assert_eq(pg_inflight_query(buf, N, 1, found, SEGMENTS * MAX_COPIES), total);
+    cr_assert_eq((size_t)atomic_load(&tt_event_queries), total - expect,
+                 "seed %u: the poll left a completed access unmarked (%d queries, %zu running)",
+                 seed, atomic_load(&tt_event_queries), total - expect);
+    for (size_t i = 0; i < total; i++) {
+      bool behind_gate = found[i].lo >= (uintptr_t)buf + 4096 * expect;
+      cr_assert_eq(found[i].completed, !behind_gate, "seed %u: copy at page %zu %s", seed,
+                   (size_t)(found[i].lo - (uintptr_t)buf) / 4096,
+                   behind_gate ? "found complete behind a closed gate" : "not found complete");
+    }
+    cr_assert_eq(pg_tracker_inflight_count(), total, "seed %u: completed, not ordered", seed);
+    tt_open_gates();
+    tt_stream_sync(s1);
+    cr_assert_eq(pg_tracker_inflight_count(), 0);
+    for (int i = 0; i < SEGMENTS; i++) cudaEventDestroy(after[i]);
+#undef NEXT
+  }
+}
+
 Test(tracker_inflight, pools_give_memory_back_when_a_backlog_drains) {
   tt_close_gate(s1);
   for (int i = 0; i < 3000; i++) cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);

@@ -19,6 +19,14 @@ static atomic_int tt_events_created;
 
 static atomic_int tt_events_destroyed;
 
+/* The tracker's event queries (its completion polls), counted. */
+static atomic_int tt_event_queries;
+
+static cudaError_t tt_count_query(cudaEvent_t e) {
+  atomic_fetch_add(&tt_event_queries, 1);
+  return cudaEventQuery(e);
+}
+
 static cudaError_t tt_count_create(cudaEvent_t *e, unsigned flags) {
   atomic_fetch_add(&tt_events_created, 1);
   return cudaEventCreateWithFlags(e, flags);
@@ -34,6 +42,7 @@ static inline void tt_init_tracker(void) {
   pg_cudart_fns_t rt = sim_runtime_fns();
   rt.event_create_with_flags = tt_count_create;
   rt.event_destroy = tt_count_destroy;
+  rt.event_query = tt_count_query;
   pg_devops_t ops = pg_devops_runtime(&rt);
   cr_assert_eq(pg_tracker_init(&ops), 0);
 }
