@@ -27,6 +27,7 @@ atomic_uint pg_nids = 1;
 pg_stream_t pg_stream_untracked = {.id = PG_UNTRACKED_ID};
 _Atomic(pg_stream_t *) pg_legacy[PG_MAX_DEVICES];
 _Atomic uint64_t pg_legacy_version[PG_MAX_DEVICES];
+_Atomic uint64_t pg_blocking_version[PG_MAX_DEVICES];
 
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 #define ST(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
@@ -183,6 +184,7 @@ static pg_stream_t *stream_new(cudaStream_t h, bool blocking, bool legacy, int d
   st->handle = h;
   ST(st->device, device);
   st->legacy_seen = 0;
+  st->blocking_seen = UINT64_MAX;
   st->recycled = false;
   st->next_free = NULL;
   ST(st->blocking, blocking);
@@ -448,6 +450,10 @@ static void join_pairs(pg_stream_t *st, const pg_clock_pair_t *p, size_t n) {
 void pg_stream_legacy_sync_blocking(pg_stream_t *st) {
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
   if (LD(st->legacy)) { /* legacy work waits for all prior work on its device's blocking streams */
+    /* Read before the joins: a clock that moves during them moves the version again. */
+    uint64_t v = atomic_load_explicit(&pg_blocking_version[LD(st->device)], memory_order_relaxed);
+    if (v == st->blocking_seen) return; /* no blocking stream's clock moved: nothing to join */
+    st->blocking_seen = v;
     for (unsigned id = 1; id < n; id++) {
       pg_stream_t *b = pg_stream_by_id(id);
       if (!b || b == st || !LD(b->blocking)) continue; /* destroyed ones' work still runs */

@@ -210,6 +210,8 @@ struct pg_stream {
   _Atomic unsigned long learn_mark; /* pg_hb_sync_done: retired once per sync */
   atomic_bool trim_pending;    /* idle events left for the next host sync to trim */
   uint64_t legacy_seen;        /* legacy stream clock version last joined */
+  uint64_t blocking_seen;      /* the legacy stream's: its device's blocking-stream version last
+                                * joined (UINT64_MAX: none yet) */
   pg_acc_t *fifo_head, *fifo_tail;
   /* The FIFO in three parts: from fifo_head, accesses seen complete but not yet ordered before
    * the host (ndone of them); from run_head (NULL: none), those that may still be running, each
@@ -322,9 +324,12 @@ static inline bool pg_summary_clear(const pg_region_rec_t *r, uintptr_t lo, uint
   if (q != 0) return false; /* another stream owns r, with nothing in the set */
   return pg_summary_clear_set(r, lo, hi, st, write);
 }
-/* Each device's legacy stream, and a version that moves with its clock. */
+/* Each device's legacy stream, and a version that moves with its clock; and a version that
+ * moves with the clock of any of the device's other blocking streams, which the legacy stream
+ * joins at each op only when it moved. */
 extern _Atomic(pg_stream_t *) pg_legacy[PG_MAX_DEVICES];
 extern _Atomic uint64_t pg_legacy_version[PG_MAX_DEVICES];
+extern _Atomic uint64_t pg_blocking_version[PG_MAX_DEVICES];
 
 /* A stream with no state of its own (out of ids or memory, or a device beyond PG_MAX_DEVICES):
  * what pg_stream_get answers then. Its id is no stream's and its clock is empty: a conflict check
@@ -406,12 +411,17 @@ static inline pg_acc_t *pg_stream_alloc_acc(pg_stream_t *st) {
   }
   return pg_stream_alloc_acc_new();
 }
-/* st->mu held: st's clock changed (the legacy stream's version moves with it). */
+/* st->mu held: st's clock changed (the legacy stream's version moves with it, and another
+ * blocking stream's moves its device's blocking version; a non-blocking stream's moves none). A
+ * clock raised only by joining the legacy stream (pg_stream_legacy_sync) need not call this:
+ * what it gained, the legacy stream knew. */
 static inline void pg_stream_clock_changed(pg_stream_t *st) {
-  if (atomic_load_explicit(&st->legacy, memory_order_relaxed))
-    atomic_fetch_add_explicit(&pg_legacy_version[atomic_load_explicit(&st->device,
-                                                                      memory_order_relaxed)],
-                              1, memory_order_relaxed);
+  if (!atomic_load_explicit(&st->blocking, memory_order_relaxed)) return;
+  int device = atomic_load_explicit(&st->device, memory_order_relaxed);
+  atomic_fetch_add_explicit(atomic_load_explicit(&st->legacy, memory_order_relaxed)
+                                ? &pg_legacy_version[device]
+                                : &pg_blocking_version[device],
+                            1, memory_order_relaxed);
 }
 /* After a backlog drained: gives back to the heap (and the runtime) the idle records and events
  * of st's pools beyond what its steady state needs. Takes st->mu; calls the allocator, so never

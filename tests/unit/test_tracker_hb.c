@@ -189,6 +189,44 @@ Test(tracker_hb, legacy_orders_transitively) {
   cr_assert_eq(conflicts(PG_DIR_WRITE, s2), 0);
 }
 
+/* The legacy stream joins its device's blocking streams at each of its ops only when one of
+ * their clocks moved since its last join: rounds in which blocking stream s1's clock moves by
+ * its own work (a copy) or only by waiting for an event after a non-blocking stream's copy, each
+ * followed by legacy work, then by work on blocking stream s2: s2 is ordered after the round's
+ * copy through the legacy stream. Fails from the second round on when such a move goes unseen
+ * (a path that changes a blocking stream's clock without moving the version). */
+Test(tracker_hb, legacy_stream_joins_each_move_of_a_blocking_stream) {
+  cudaStream_t nb = tt_stream(cudaStreamNonBlocking);
+  cudaEvent_t e;
+  cr_assert_eq(cudaEventCreate(&e), cudaSuccess);
+  tt_close_gate(s1);
+  tt_close_gate(nb);
+  for (int round = 0; round < 6; round++) {
+    char *p = buf + 4096 * round;
+    if (round % 2 == 0) {
+      cr_assert_eq(tt_copy_d2h(p, dev, 4096, s1), 1);
+    } else {
+      cr_assert_eq(tt_copy_d2h(p, dev, 4096, nb), 1);
+      cr_assert_eq(cudaEventRecord(e, nb), cudaSuccess);
+      pg_hb_event_record(e, nb);
+      cr_assert_eq(cudaStreamWaitEvent(s1, e, 0), cudaSuccess);
+      pg_hb_stream_wait_event(s1, e);
+    }
+    pg_access_t out[4];
+    cr_assert_eq(pg_access_conflicts(p, 4096, PG_DIR_WRITE, s2, out, 4), 1,
+                 "round %d: s2 not yet ordered after the copy", round);
+    cr_assert_eq(cudaMemsetAsync(dev, 0, 16, 0), cudaSuccess); /* legacy work: after s1's */
+    pg_hb_enqueue(0);
+    pg_hb_enqueue(s2); /* s2's work: after the legacy work */
+    cr_assert_eq(pg_access_conflicts(p, 4096, PG_DIR_WRITE, s2, out, 4), 0,
+                 "round %d: s2 ordered after the %s copy through the legacy stream", round,
+                 round % 2 ? "waited-for" : "blocking stream's");
+  }
+  tt_open_gates();
+  tt_device_sync();
+  cudaEventDestroy(e);
+}
+
 Test(tracker_hb, legacy_work_enqueued_before_does_not_order_later_work) {
   cr_assert_eq(cudaMemsetAsync(dev, 0, 16, 0), cudaSuccess);
   pg_hb_enqueue(0);
