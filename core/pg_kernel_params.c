@@ -145,37 +145,18 @@ __attribute__((noinline)) static void scan_layout(cands_t *c, const pg_kparams_t
   }
 }
 
-/* The common kernel, all of whose parameters are pointer-sized words, from word i on: four at a
- * time, with one branch for the four granule tests. */
-static inline __attribute__((always_inline)) void scan_each(cands_t *c, int i, int n,
-                                                            void *const *args) {
-  const _Atomic uint16_t *map = pg_pinmap_count;
-  for (; i + 4 <= n; i += 4) {
-    const uintptr_t *a = args[i], *b = args[i + 1], *d = args[i + 2], *e = args[i + 3];
-    if (__builtin_expect(!a || !b || !d || !e, 0)) break;
-    uintptr_t wa = *a, wb = *b, wd = *d, we = *e;
-    unsigned any = atomic_load_explicit(&map[pg_pinmap_granule(wa)], memory_order_relaxed) |
-                   atomic_load_explicit(&map[pg_pinmap_granule(wb)], memory_order_relaxed) |
-                   atomic_load_explicit(&map[pg_pinmap_granule(wd)], memory_order_relaxed) |
-                   atomic_load_explicit(&map[pg_pinmap_granule(we)], memory_order_relaxed);
-    if (__builtin_expect(any != 0, 0)) {
-      cand(c, wa);
-      cand(c, wb);
-      cand(c, wd);
-      cand(c, we);
-    }
-  }
-  for (; i < n; i++) {
-    const uintptr_t *a = args[i];
-    if (a) cand(c, *a);
-  }
+/* A group of four words found to hold a candidate: each tested again and kept if it may point
+ * into pinned memory (out of line: the scan's loop keeps no word live for it). */
+__attribute__((noinline)) static void cand_group(cands_t *c, void *const *args) {
+  for (int k = 0; k < 4; k++) cand(c, *(const uintptr_t *)args[k]);
 }
 
-/* The quick reject of pg_kparams_first_candidate for a kernel all of whose parameters are
- * pointer-sized words: only the granule counts are kept (no word stays live), so a word costs
- * its two loads, the granule's shift and mask, the count's load and one OR; one branch per four
- * words. Returns the first word of the group of four holding a candidate, or n. */
-static inline __attribute__((always_inline)) int first_each(int n, void *const *args) {
+/* The common kernel, all of whose parameters are pointer-sized words: four at a time, with one
+ * branch for the four granule tests, taken only for a group holding a candidate. Only the
+ * granule counts are kept (no word stays live), so a word costs its two loads, the granule's
+ * shift and mask, the count's load and one OR. */
+static inline __attribute__((always_inline)) void scan_each(cands_t *c, int n,
+                                                            void *const *args) {
   const _Atomic uint16_t *map = pg_pinmap_count;
   int i = 0;
   for (; i + 4 <= n; i += 4) {
@@ -185,41 +166,25 @@ static inline __attribute__((always_inline)) int first_each(int n, void *const *
                    atomic_load_explicit(&map[pg_pinmap_granule(*b)], memory_order_relaxed) |
                    atomic_load_explicit(&map[pg_pinmap_granule(*d)], memory_order_relaxed) |
                    atomic_load_explicit(&map[pg_pinmap_granule(*e)], memory_order_relaxed);
-    if (__builtin_expect(any != 0, 0)) return i;
+    if (__builtin_expect(any != 0, 0)) cand_group(c, &args[i]);
   }
+  /* The words after a group with a NULL argument, or past the last group of four, one by one. */
   for (; i < n; i++) {
     const uintptr_t *a = args[i];
-    if (a && atomic_load_explicit(&map[pg_pinmap_granule(*a)], memory_order_relaxed)) return i;
+    if (a) cand(c, *a);
   }
-  return n;
 }
 
-int pg_kparams_first_candidate(const pg_kparams_t *kp, void *const *args) {
-  if (__builtin_expect(!args, 0)) return kp->nwords; /* nothing to read */
-  if (__builtin_expect(kp->one_word_each, 1)) return first_each(kp->nwords, args);
-  if (kp->nwords < 0) return 0; /* no word list: pg_kparams_candidates walks the layout */
-  const _Atomic uint16_t *map = pg_pinmap_count;
-  for (int w = 0; w < kp->nwords; w++) {
-    const char *val = args[kp->word[w] >> 16];
-    if (__builtin_expect(val == NULL, 0)) continue;
-    uintptr_t word;
-    memcpy(&word, val + (kp->word[w] & 0xffff), sizeof word);
-    if (atomic_load_explicit(&map[pg_pinmap_granule(word)], memory_order_relaxed)) return w;
-  }
-  return kp->nwords;
-}
-
-size_t pg_kparams_candidates_from(const pg_kparams_t *kp, void *const *args, int first,
-                                  uintptr_t *out, size_t cap) {
+size_t pg_kparams_candidates(const pg_kparams_t *kp, void *const *args, uintptr_t *out,
+                             size_t cap) {
   cands_t c = {out, 0, cap};
-  if (!args || kp->nparams <= 0) return 0;
-  if (first < 0) first = 0;
-  if (kp->one_word_each) {
-    scan_each(&c, first, kp->nwords, args);
+  if (__builtin_expect(!args || kp->nparams <= 0, 0)) return 0; /* nothing to read */
+  if (__builtin_expect(kp->one_word_each, 1)) {
+    scan_each(&c, kp->nwords, args);
   } else if (kp->nwords < 0) {
     scan_layout(&c, kp, args);
   } else {
-    for (int w = first; w < kp->nwords; w++) {
+    for (int w = 0; w < kp->nwords; w++) {
       const char *val = args[kp->word[w] >> 16];
       if (__builtin_expect(val == NULL, 0)) continue;
       uintptr_t word;
@@ -228,11 +193,6 @@ size_t pg_kparams_candidates_from(const pg_kparams_t *kp, void *const *args, int
     }
   }
   return c.n;
-}
-
-size_t pg_kparams_candidates(const pg_kparams_t *kp, void *const *args, uintptr_t *out,
-                             size_t cap) {
-  return pg_kparams_candidates_from(kp, args, 0, out, cap);
 }
 
 void pg_kparams_add_spans(pg_op_t *op, const uintptr_t *words, size_t n) {

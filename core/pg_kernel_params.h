@@ -68,19 +68,11 @@ static inline const pg_kparams_t *pg_kparams_get(const void *func,
 
 /* The words of a launch's argument array (laid out as kp says) that may point into pinned
  * memory (pg_pinmap.h: a granule holding some), in parameter order, at most cap of them into
- * out; returns how many. About 9 instructions per pointer-sized parameter when none may. */
+ * out; returns how many. The launch's quick reject too: 0 says it touches no pinned memory
+ * (nothing to capture, check or record). About 9 instructions per pointer-sized parameter when
+ * none may (reads the words, keeps none; a group of four holding one is read again). */
 size_t pg_kparams_candidates(const pg_kparams_t *kp, void *const *args, uintptr_t *out,
                              size_t cap);
-/* The quick reject of a launch (kp->nparams > 0): the first word of kp's word list from which a
- * word may point into pinned memory, or kp->nwords when none may (the launch then touches no
- * pinned memory: nothing to capture, check or record). 0 when kp has no word list (nwords < 0:
- * pg_kparams_candidates walks the layout). About 8 instructions per pointer-sized parameter
- * when none may; reads the words only, keeps none. */
-int pg_kparams_first_candidate(const pg_kparams_t *kp, void *const *args);
-/* pg_kparams_candidates from word `first` of the word list on (the words before it are known to
- * hold none: pg_kparams_first_candidate's answer). */
-size_t pg_kparams_candidates_from(const pg_kparams_t *kp, void *const *args, int first,
-                                  uintptr_t *out, size_t cap);
 /* Each candidate word (>= 4096) becomes a span of unknown direction up to its region's end. */
 void pg_kparams_add_spans(pg_op_t *op, const uintptr_t *words, size_t n);
 

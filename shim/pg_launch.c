@@ -48,16 +48,14 @@ bool pg_rt_describe_kernel(const void *func, pg_kparams_t *kp) {
  * decisions and the forward. Out of line, so that the common launch (PG_LAUNCH_BODY's quick
  * reject) keeps a small frame. */
 int pg_shim_launch_op(const char *api, bool ptsz, const void *func, const pg_kparams_t *kp,
-                      int first, void **args, cudaStream_t s, const pg_stack_site_t *site,
-                      int (*fwd)(void *), void *fwd_ctx) {
+                      const uintptr_t *words, size_t nwords, void **args, cudaStream_t s,
+                      const pg_stack_site_t *site, int (*fwd)(void *), void *fwd_ctx) {
   pg_op_t op;
   pg_op_begin_kernel(&op, api, func, s, ptsz);
   op.site = *site; /* captured only if a parameter points into pinned memory */
   if (kp && kp->nparams > 0) {
-    uintptr_t words[PG_OP_MAX_SPANS];
     op.what = kp->name;
-    pg_kparams_add_spans(&op, words,
-                         pg_kparams_candidates_from(kp, args, first, words, PG_OP_MAX_SPANS));
+    pg_kparams_add_spans(&op, words, nwords);
   } else {
     pg_kparams_build_op(&op, kp, args); /* no layout: counted unscanned */
   }

@@ -64,12 +64,12 @@ void pg_shim_note_unscanned(const void *func, const char *query);
 
 /* A kernel launch in either API layer that may touch pinned memory, or whose parameters are
  * unknown (kp NULL or kp->nparams <= 0), called inside pinguard (pg_shim_enter): the op from
- * kp and the argument array (words before `first` of kp's word list are known to hold no
- * candidate: pg_kparams_first_candidate), then fwd(fwd_ctx), which returns the API's status (0:
+ * the scan's candidate words (words[0, nwords): pg_kparams_candidates, when kp has parameters)
+ * or from kp and the argument array, then fwd(fwd_ctx), which returns the API's status (0:
  * success), between the decisions. Returns that status. */
 int pg_shim_launch_op(const char *api, bool ptsz, const void *func, const pg_kparams_t *kp,
-                      int first, void **args, cudaStream_t s, const pg_stack_site_t *site,
-                      int (*fwd)(void *), void *fwd_ctx);
+                      const uintptr_t *words, size_t nwords, void **args, cudaStream_t s,
+                      const pg_stack_site_t *site, int (*fwd)(void *), void *fwd_ctx);
 
 /* The describe callbacks of the launch interceptors (pg_launch.c): a kernel's parameter layout
  * and its name, from cudaFuncGetParamInfo (a function of the runtime's; false while an error of
@@ -81,11 +81,11 @@ bool pg_cu_describe_kernel(const void *func, pg_kparams_t *kp);
  * an expression of the interceptor's own arguments (its status: 0 on success); fwd(&ctx) makes
  * the same call from a ctx_type built from the trailing initializer, only for a launch that
  * goes to pg_shim_launch_op. Forwarded untracked when `untracked` holds or tracking is off.
- * Else func's parameter layout (cached; asked with describe on first sight) and the quick
- * reject of its words, inline: a launch none of whose words may point into pinned memory is
- * forwarded straight away, capturing nothing, checking nothing, recording nothing; only the
- * legacy default stream's implicit ordering is told core. Any other launch goes to
- * pg_shim_launch_op with the interceptor's call site. A macro, so that the site is the
+ * Else func's parameter layout (cached; asked with describe on first sight) and the scan of
+ * its words (pg_kparams_candidates), which is the quick reject: a launch none of whose words
+ * may point into pinned memory is forwarded straight away, capturing nothing, checking nothing,
+ * recording nothing; only the legacy default stream's implicit ordering is told core. Any other
+ * launch goes to pg_shim_launch_op with the candidates found and the interceptor's call site. A macro, so that the site is the
  * interceptor's own frame; it returns from the interceptor. */
 #define PG_LAUNCH_BODY(ret, untracked, api, ptsz, func, describe, args, s, direct, fwd,       \
                        ctx_type, ...)                                                       \
@@ -94,10 +94,12 @@ bool pg_cu_describe_kernel(const void *func, pg_kparams_t *kp);
     pg_reentry_t g_ = pg_shim_enter();                                                      \
     const void *f_ = (func); /* NULL: a handle we never saw made */                         \
     const pg_kparams_t *kp_ = f_ ? pg_kparams_get(f_, describe) : NULL;                     \
-    int first_ = 0;                                                                         \
+    uintptr_t words_[PG_OP_MAX_SPANS];                                                      \
+    size_t nwords_ = 0;                                                                     \
     int err_;                                                                               \
     if (__builtin_expect(kp_ && kp_->nparams > 0, 1) &&                                     \
-        __builtin_expect((first_ = pg_kparams_first_candidate(kp_, args)) == kp_->nwords,   \
+        __builtin_expect((nwords_ = pg_kparams_candidates(kp_, args, words_,                \
+                                                          PG_OP_MAX_SPANS)) == 0,           \
                          1)) {                                                              \
       err_ = (int)(direct);                                                                 \
       if (err_ == 0 && !(ptsz) && (s) == 0) pg_on_untracked_op(0); /* legacy stream */  \
@@ -105,7 +107,8 @@ bool pg_cu_describe_kernel(const void *func, pg_kparams_t *kp);
       pg_stack_site_t site_;                                                                \
       pg_stack_site_inline(&site_);                                                         \
       ctx_type ctx_ = __VA_ARGS__;                                                          \
-      err_ = pg_shim_launch_op(api, ptsz, f_, kp_, first_, args, s, &site_, fwd, &ctx_);    \
+      err_ = pg_shim_launch_op(api, ptsz, f_, kp_, words_, nwords_, args, s, &site_, fwd,    \
+                               &ctx_);                                                      \
     }                                                                                       \
     pg_shim_leave(g_);                                                                      \
     return (ret)err_;                                                                       \

@@ -218,25 +218,31 @@ Test(kernel_params, scan_rejects_words_outside_pinned_granules) {
   cr_expect_eq(op.nspans, 2, "a region above 2^47 lets every such word through");
 }
 
-/* The launch's quick reject (pg_kparams_first_candidate) against the full scan: for kernels of
- * 1 to 19 pointer parameters (the four-at-a-time groups and the tail), each parameter in turn
- * pinned, a NULL argument in turn, and a layout with a parameter that is not one word: it says
- * "none" (nwords) exactly when the scan finds no candidate, and the scan from its answer finds
- * the same candidates as the scan from word 0. */
+/* The scan, which is also the launch's quick reject, against a model: for kernels of 1 to 19
+ * pointer parameters (the four-at-a-time groups and the tail), each parameter in turn pinned,
+ * a NULL argument in turn, and random sets of pinned and NULL arguments (seeded), the
+ * candidates are exactly the non-NULL arguments whose words lie in a pinned granule, in
+ * parameter order; and a layout with a parameter that is not one word (the word list). */
 static int fns_q[20];
-static void check_quick(const pg_kparams_t *kp, void **args) {
-  uintptr_t all[PG_OP_MAX_SPANS], from[PG_OP_MAX_SPANS];
-  size_t n = pg_kparams_candidates(kp, args, all, PG_OP_MAX_SPANS);
-  int first = pg_kparams_first_candidate(kp, args);
-  cr_assert(first >= 0 && first <= kp->nwords, "first %d of %d words", first, kp->nwords);
-  cr_assert_eq(first == kp->nwords, n == 0, "quick reject %d, %zu candidates", first, n);
-  size_t m = pg_kparams_candidates_from(kp, args, first, from, PG_OP_MAX_SPANS);
-  cr_assert_eq(m, n);
-  cr_assert_arr_eq(from, all, n * sizeof *all);
+static void check_scan(const pg_kparams_t *kp, void **args, const char *what, int round) {
+  uintptr_t got[PG_OP_MAX_SPANS], want[PG_OP_MAX_SPANS];
+  size_t n = pg_kparams_candidates(kp, args, got, PG_OP_MAX_SPANS), m = 0;
+  for (int i = 0; i < kp->nparams; i++) {
+    if (!args[i]) continue;
+    for (int k = 0; k < kp->size[i] / 8; k++) {
+      uintptr_t w;
+      memcpy(&w, (const char *)args[i] + 8 * k, sizeof w);
+      if (pg_pinmap_maybe(w)) want[m++] = w;
+    }
+  }
+  cr_assert_eq(n, m, "%s (round %d, %d parameters): %zu candidates, the model %zu", what, round,
+               kp->nparams, n, m);
+  cr_assert_arr_eq(got, want, n * sizeof *got, "%s (round %d)", what, round);
 }
 
-Test(kernel_params, quick_reject_agrees_with_the_scan) {
+Test(kernel_params, scan_agrees_with_a_model) {
   uintptr_t pinned = (uintptr_t)9 << 40, device = (uintptr_t)3 << 40;
+  pg_pinmap_add(pinned, pinned + 4096);
   pg_pinmap_add(pinned, pinned + 4096);
   uintptr_t vals[20];
   void *args[20];
@@ -246,16 +252,25 @@ Test(kernel_params, quick_reject_agrees_with_the_scan) {
     const pg_kparams_t *kp = pg_kparams_get(&fns_q[np], fake_describe);
     cr_assert(kp && kp->one_word_each && kp->nwords == np);
     for (int i = 0; i < np; i++) vals[i] = device + 4096u * (unsigned)i, args[i] = &vals[i];
-    check_quick(kp, args);
-    cr_expect_eq(pg_kparams_first_candidate(kp, args), np, "%d device pointers", np);
+    check_scan(kp, args, "device pointers", 0);
     for (int p = 0; p < np; p++) {
       vals[p] = pinned + 64;
-      check_quick(kp, args);
-      cr_expect_eq(pg_kparams_first_candidate(kp, args) / 4, p / 4, "pinned at %d of %d", p, np);
+      check_scan(kp, args, "one pinned", p);
       args[p] = NULL; /* a NULL argument is skipped, the rest still read */
-      check_quick(kp, args);
+      check_scan(kp, args, "one pinned, NULL", p);
       args[p] = &vals[p];
       vals[p] = device;
+    }
+    /* Each parameter pinned with probability 1/4, NULL with 1/8. */
+    unsigned r = 12345u + (unsigned)np;
+    for (int round = 0; round < 200; round++) {
+      for (int i = 0; i < np; i++) {
+        r = r * 1103515245u + 12345u;
+        unsigned x = (r >> 16) % 8;
+        vals[i] = x < 2 ? pinned + 8u * (unsigned)i : device + 4096u * (unsigned)i;
+        args[i] = x == 7 ? NULL : &vals[i];
+      }
+      check_scan(kp, args, "random", round);
     }
   }
   /* Not one word each: a 16-byte parameter between two pointers (the word list). */
@@ -267,12 +282,12 @@ Test(kernel_params, quick_reject_agrees_with_the_scan) {
   cr_assert(kp && !kp->one_word_each && kp->nwords == 4);
   uintptr_t a = device, pair[2] = {device, pinned}, c = device;
   void *mixed[] = {&a, pair, &c};
-  check_quick(kp, mixed);
-  cr_expect_eq(pg_kparams_first_candidate(kp, mixed), 2);
+  check_scan(kp, mixed, "word list", 0);
+  uintptr_t out[4];
+  cr_expect_eq(pg_kparams_candidates(kp, mixed, out, 4), 1);
   pair[1] = device;
-  check_quick(kp, mixed);
-  cr_expect_eq(pg_kparams_first_candidate(kp, mixed), 4);
-  cr_expect_eq(pg_kparams_first_candidate(kp, NULL), 4, "no argument array: nothing to read");
+  check_scan(kp, mixed, "word list, none", 0);
+  cr_expect_eq(pg_kparams_candidates(kp, NULL, out, 4), 0, "no argument array: nothing to read");
 }
 
 Test(kernel_params, handles_map_to_their_function) {
