@@ -533,14 +533,19 @@ __attribute__((noinline)) static void before_op_unknown(pg_op_t *op) {
 }
 
 void pg_on_op_begin(pg_op_t *op) {
-  /* The common op, one sized span (a copy's host side): before_op_spans for it alone, with the
-   * quiet answer of the lookup just made. */
-  if (__builtin_expect(op->nspans == 1 && op->spans[0].n != 0, 1)) {
-    const pg_span_t *s = &op->spans[0];
+  /* The common op, one span (a copy's host side, or a kernel's one parameter in pinned memory):
+   * before_op_spans for it alone, with the quiet answer of the lookup just made. */
+  if (__builtin_expect(op->nspans == 1, 1)) {
+    pg_span_t *s = &op->spans[0];
     pg_lookup_t *lk = &op->lk[0];
     op->nlk = 1;
-    if (__builtin_expect(!pg_region_lookup_on(s->p, s->n, op->stream, s->dir, lk), 0))
-      return before_op_unknown(op);
+    if (__builtin_expect(s->n != 0, 1)) {
+      if (__builtin_expect(!pg_region_lookup_on(s->p, s->n, op->stream, s->dir, lk), 0))
+        return before_op_unknown(op);
+    } else if (!(s->n = pg_region_lookup_rest_on(s->p, op->stream, &s->dir, lk))) {
+      op->nspans = op->nlk = 0; /* a kernel's word in no region (keep_pinned_spans) */
+      return;
+    }
     take_stack(op);
     if (__builtin_expect(lk->quiet && s->order == PG_SRC_STREAM, 1)) return;
     return settle_span(op, 0, lk);
