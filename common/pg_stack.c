@@ -258,15 +258,17 @@ static inline pg_unwind_end_t tail_from_memo(const tail_memo_t *mm, pg_unwind_re
   if (mm->pc != r.pc || mm->sp != r.sp || mm->fp != r.fp || mm->from != n ||
       mm->max != max_depth || max_depth == 0)
     return PG_UNWIND_NO_MEMO;
-  /* Every word read, two at a time, one branch at the end: the words lie above the break
+  /* Every word read, four at a time, one branch at the end: the words lie above the break
    * frame's sp, which is this capture's too, in the live stack, so reading past one that
    * differs is harmless. */
-  const uintptr_t *at = mm->log.at, *val = mm->log.val, *pair_end = at + (mm->log.n & ~1u);
+  const uintptr_t *at = mm->log.at, *val = mm->log.val, *quad_end = at + (mm->log.n & ~3u),
+                  *end_at = at + mm->log.n;
   uintptr_t d = 0;
-  for (; at != pair_end; at += 2, val += 2)
-    d |= (*(const volatile uintptr_t *)at[0] ^ val[0]) |
-         (*(const volatile uintptr_t *)at[1] ^ val[1]);
-  if (mm->log.n & 1) d |= *(const volatile uintptr_t *)at[0] ^ val[0];
+#define PG_MEMO_WORD(i) (*(const volatile uintptr_t *)at[i] ^ val[i])
+  for (; at != quad_end; at += 4, val += 4)
+    d |= PG_MEMO_WORD(0) | PG_MEMO_WORD(1) | PG_MEMO_WORD(2) | PG_MEMO_WORD(3);
+  for (; at != end_at; at++, val++) d |= PG_MEMO_WORD(0);
+#undef PG_MEMO_WORD
   if (d) return PG_UNWIND_NO_MEMO;
   /* The frames, four at a time; the last four end where the tail ends, overlapping the block
    * before (the same values again). A tail of under four frames one by one. */
@@ -345,6 +347,30 @@ __attribute__((noinline)) static unsigned finish_broken(pg_stack_t *out, unsigne
   return redo_walk(out, n, last, ret, fp, skip, max_depth);
 }
 
+/* finish_broken for capture_at's walk, whose common case is inline: the tail memo holds, with
+ * frames past the break that do not all lie in end frames (a loop calling the API from one place
+ * through code without frame pointers). Anything else is finish_broken's, which asks the memo
+ * again. */
+static inline __attribute__((always_inline)) unsigned finish_memo_or_broken(stack_block_t *b,
+                                                                             pg_stack_t *out,
+                                                                             unsigned n,
+                                                                             uintptr_t at,
+                                                                             void *ret,
+                                                                             uintptr_t fp) {
+  if (__builtin_expect(b != NULL && at != 0, 1)) {
+    const uintptr_t *f = (const uintptr_t *)at;
+    pg_unwind_regs_t r = {f[1], at + 2 * sizeof(uintptr_t), f[0]};
+    unsigned m = n;
+    bool only_end = true;
+    pg_unwind_end_t end = tail_from_memo(&b->memo, r, out, n, PG_STACK_MAX, &m, &only_end);
+    if (__builtin_expect(end != PG_UNWIND_NO_MEMO && end != PG_UNWIND_END_FRAME &&
+                             end != PG_UNWIND_UNSUPPORTED && !only_end,
+                         1))
+      return m; /* finish_broken's answer for this memo */
+  }
+  return finish_broken(out, n, at, ret, fp, 0, PG_STACK_MAX);
+}
+
 /* A capture for a caller whose return address is `ret` and whose frame is at `fp` (its saved
  * frame pointer: where the walk starts). pg_stack_capture and pg_stack_capture_here are this,
  * from their own frames. */
@@ -400,9 +426,9 @@ static inline __attribute__((always_inline)) void capture_at(pg_stack_t *out, vo
   if (!at) at = frame; /* the walk recorded nothing past ret: unwinding goes on from ret's frame */
   if (broken && mode == PG_UNWIND_FP_REDO) {
     uintptr_t last = (uintptr_t)out->pc[n - 1];
-    const uintptr_t *ends = pg_tls_peek(PG_TLS_STACK_ENDS);
-    if (__builtin_expect(!ends || ends[dead_end_slot(last)] != last, 0))
-      n = finish_broken(out, n, at, ret, fp, 0, PG_STACK_MAX);
+    stack_block_t *b = pg_tls_peek(PG_TLS_STACK_ENDS);
+    if (__builtin_expect(!b || b->ends[dead_end_slot(last)] != last, 0))
+      n = finish_memo_or_broken(b, out, n, at, ret, fp);
   }
   out->tid = t_cap.number;
   out->depth = (uint8_t)n;
