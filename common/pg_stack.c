@@ -252,9 +252,9 @@ __attribute__((noinline)) static unsigned redo_walk(pg_stack_t *out, unsigned n,
 /* The memo's walk, if it was made from r with out->pc[n] next under max_depth and the stack
  * still holds every word it read: its frames copied to out->pc[n..*m), its ending returned.
  * Else PG_UNWIND_NO_MEMO, out untouched. */
-static inline pg_unwind_end_t tail_from_memo(const tail_memo_t *mm, pg_unwind_regs_t r,
-                                             pg_stack_t *out, unsigned n, unsigned max_depth,
-                                             unsigned *m, bool *only_end) {
+static inline __attribute__((always_inline)) pg_unwind_end_t
+tail_from_memo(const tail_memo_t *mm, pg_unwind_regs_t r, pg_stack_t *out, unsigned n,
+               unsigned max_depth, unsigned *m, bool *only_end) {
   if (mm->pc != r.pc || mm->sp != r.sp || mm->fp != r.fp || mm->from != n ||
       mm->max != max_depth || max_depth == 0)
     return PG_UNWIND_NO_MEMO;
