@@ -287,6 +287,11 @@ static inline bool stream_cache_hit(const pg_stream_cache_t *c, cudaStream_t s,
 
 pg_stream_t *pg_stream_get_slow(cudaStream_t s) {
   if (s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread) {
+    /* The legacy stream of a process with one device, once made: no device to ask. */
+    if (s != cudaStreamPerThread && atomic_load_explicit(&g_ndevices, memory_order_relaxed) == 1) {
+      pg_stream_t *st = atomic_load_explicit(&pg_legacy[0], memory_order_acquire);
+      if (__builtin_expect(st != NULL, 1)) return st;
+    }
     int device = pg_current_device();
     pg_stream_t *st = NULL;
     if (device < PG_MAX_DEVICES)
