@@ -346,12 +346,13 @@ static inline __attribute__((always_inline)) void index_owned(pg_stream_t *st, p
 }
 
 /* st->mu held, from a begin: gives back the events of what completed, and retires what the host
- * is ordered after. Polling the oldest running access costs an event query, so a begin polls
- * only every poll_gap begins, and each poll handles up to twice that many (the FIFO drains
- * faster than begins fill it). A poll that finds the oldest still running doubles the gap, up to POLL_GAP_MAX (a stream completes in order: the accesses
- * behind a running one are running too, and a burst of copies enqueued ahead of the device
- * would otherwise pay a failed query every few copies); one that sees completions puts it back
- * to POLL_GAP_MIN. */
+ * is ordered after. A poll costs an event query or more (the oldest running access, then a few
+ * of those after it: pg_stream_complete_locked), so a begin polls only every poll_gap begins,
+ * and each poll handles up to twice that many (the FIFO drains faster than begins fill it). A
+ * poll that finds the oldest still running doubles the gap, up to POLL_GAP_MAX (a stream
+ * completes in order: the accesses behind a running one are running too, and a burst of copies
+ * enqueued ahead of the device would otherwise pay a failed query every few copies); one that
+ * sees completions puts it back to POLL_GAP_MIN. */
 enum { POLL_GAP_MIN = 8, POLL_GAP_MAX = 64 };
 __attribute__((noinline)) static size_t poll_fifo(pg_stream_t *st, pg_acc_t **later) {
   unsigned gap = st->poll_gap ? st->poll_gap : POLL_GAP_MIN;

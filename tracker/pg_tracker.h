@@ -208,8 +208,9 @@ void pg_access_unguard(const pg_access_t *a);
 /* Blocks until the access *a completed (its event; at once when a->completed). Orders nothing:
  * the access stays unordered for the host. False: the event could not be waited for. */
 bool pg_access_wait(const pg_access_t *a);
-/* Each stream: gives back the events of accesses that completed (polls the oldest running one),
- * and retires those the host is ordered after. */
+/* Each stream: gives back the events of accesses that completed (asks the oldest running one,
+ * and when it completed, a few more: pg_stream_complete_locked), and retires those the host is
+ * ordered after. */
 void pg_tracker_retire(void);
 size_t pg_tracker_inflight_count(void);
 
