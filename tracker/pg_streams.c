@@ -620,8 +620,10 @@ static size_t completed_prefix(pg_acc_t *const *acc, size_t k) {
  * when it has completed, the ones after it a batch of COMPLETE_BATCH at a time
  * (completed_prefix asks a few of them). The ones no query answered for are stamped as found
  * complete now. Those the host is ordered after have completed without asking, and need no
- * stamp: they are never reported again. */
-enum { COMPLETE_BATCH = 32 };
+ * stamp: they are never reported again. The batch is small because the fault handler retires,
+ * perhaps on a program's small alternate signal stack; it covers a begin's poll at the shortest
+ * gap (2 * POLL_GAP_MIN accesses, pg_inflight.c). */
+enum { COMPLETE_BATCH = 16 };
 size_t pg_stream_complete_locked(pg_stream_t *st, size_t max) {
   size_t n = 0;
   for (;;) {

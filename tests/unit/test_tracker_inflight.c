@@ -180,7 +180,7 @@ Test(tracker_inflight, completed_accesses_give_their_events_back) {
 /* A stream completes in order, so a poll asks a few of its accesses' events, not each: random
  * segments of copies, each held behind its own gate, some of the gates opened; the model: the
  * copies of the opened segments (and only those) are found complete, with a handful of queries
- * per batch of 32. Fails when a completion poll asks each access (the queries), takes a running
+ * per batch of 16. Fails when a completion poll asks each access (the queries), takes a running
  * access for complete (the flags), or leaves a completed one unmarked (the queries a later
  * lookup then makes). */
 Test(tracker_inflight, completion_polls_ask_a_few_events_and_find_exactly_what_completed) {
@@ -210,7 +210,7 @@ Test(tracker_inflight, completion_polls_ask_a_few_events_and_find_exactly_what_c
     atomic_store(&tt_event_queries, 0);
     pg_tracker_retire();
     int queries = atomic_load(&tt_event_queries);
-    size_t batches = expect / 32 + 1;
+    size_t batches = expect / 16 + 1;
     cr_assert_leq((size_t)queries, 2 * batches + 5,
                   "seed %u: %d queries for %zu completed of %zu", seed, queries, expect, total);
     /* The query asks each access not marked complete once: exactly the running ones, if the
