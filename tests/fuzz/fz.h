@@ -68,6 +68,11 @@ typedef struct fz_cfg {
   bool concurrent;          /* --concurrent: threads run at once, each on its own streams,
                                events and buffers (counts above are then per thread) */        /* --roomy-stacks: no mapping within 2 MiB of a thread's stack */
   unsigned guard_min;   /* pinguard's guard_min_bytes, as the child was told */
+  bool blocking;        /* --blocking: the created streams of odd index are blocking (made
+                           without cudaStreamNonBlocking): where ops use the legacy stream
+                           (fz_legacy), each of its ops waits for the device's blocking streams'
+                           work before it, and each op of a blocking stream for the legacy
+                           stream's */
 } fz_cfg_t;
 
 const char *fz_code_name(int code);

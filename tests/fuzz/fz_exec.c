@@ -431,11 +431,31 @@ static bool surely_unordered(const dacc_t *d, const vc_t *most) {
   return most->c[d->stream] < d->pos && !others_may_order(d);
 }
 
+static bool is_legacy(int s);
+static int nstreams_created(void);
+/* Whether created stream s is blocking (--blocking: those of odd index). */
+static bool sblocking(int s) { return M.cfg->blocking && !is_legacy(s) && s % 2 == 1; }
+
+/* Where ops use the legacy stream (fz_legacy) and some streams are blocking: the legacy
+ * stream's implicit order joined into v, the clock of an op enqueued now on stream s. An op on
+ * the legacy stream comes after the work already on its device's blocking streams; an op on a
+ * blocking stream after the work already on its device's legacy stream. */
+static void legacy_join(vc_t *v, int s) {
+  if (!fz_legacy(M.cfg) || !M.cfg->blocking) return;
+  if (is_legacy(s)) {
+    for (int b = 0; b < nstreams_created(); b++)
+      if (sblocking(b) && sdev(b) == sdev(s)) vc_join(v, &M.svc[b]);
+  } else if (sblocking(s)) {
+    vc_join(v, &M.svc[nstreams_created() + sdev(s)]);
+  }
+}
+
 /* Ordered before an op enqueued now on stream s, given the host's clock `host`. */
 static bool ordered_before_stream_by(const dacc_t *d, int s, const vc_t *host) {
   if (d->stream == s) return true;
   vc_t v = M.svc[s];
   vc_join(&v, host);
+  legacy_join(&v, s);
   return v.c[d->stream] >= d->pos;
 }
 static bool ordered_before_stream(const dacc_t *d, int s) {
@@ -717,9 +737,11 @@ static int sidx(int arg) {
   return arg % M.cfg->streams + t_base_s;
 }
 
-/* Before an enqueue on stream s: the host's knowledge flows into the stream. */
+/* Before an enqueue on stream s: the host's knowledge flows into the stream, and the legacy
+ * stream's implicit order (legacy_join). */
 static uint32_t stream_advance(int s) {
   vc_join(&M.svc[s], &T->host);
+  legacy_join(&M.svc[s], s);
   return ++M.svc[s].c[s];
 }
 
@@ -1454,7 +1476,8 @@ int fz_execute(const fz_ops_t *ops, const fz_cfg_t *cfg, char *why, size_t cap) 
   }
   for (int s = 0; s < nstreams; s++) {
     if (cudaSetDevice(sdev(s)) != cudaSuccess ||
-        cudaStreamCreateWithFlags(&M.s[s], cudaStreamNonBlocking) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&M.s[s], sblocking(s) ? cudaStreamDefault
+                                                       : cudaStreamNonBlocking) != cudaSuccess ||
         cudaMalloc((void **)&M.dev[s], FZ_DEVBYTES) != cudaSuccess) {
       snprintf(why, cap, "error: stream setup failed");
       return 1;

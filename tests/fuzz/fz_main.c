@@ -50,7 +50,8 @@ static double now_s(void) {
 static void usage(void) {
   fprintf(stderr,
           "usage: pgfuzz [--seeds A-B] [--time S] [--mode audit|enforce] [--threads N] "
-          "[--streams N] [--events N] [--slots N] [--devices N] [--ops N] [--no-KIND] [--per-proc N] "
+          "[--streams N] [--events N] [--slots N] [--devices N] [--ops N] [--blocking] [--no-KIND] "
+          "[--per-proc N] "
           "[--jobs N] [--timeout S] [--latency US|LO-HI] [--out DIR] [--no-shrink] [--print] "
           "[--replay FILE]\n");
   exit(2);
@@ -96,6 +97,9 @@ static int cfg_flag(fz_cfg_t *c, const char *f, const char *v, int *used) {
   } else if (!strcmp(f, "--no-mmap")) {
     c->no_mmap = true;
     *used = 0;
+  } else if (!strcmp(f, "--blocking")) {
+    c->blocking = true;
+    *used = 0;
   } else if (!strncmp(f, "--no-", 5)) {
     int code = fz_code_from_name(f + 5);
     if (code < 0) {
@@ -111,20 +115,22 @@ static int cfg_flag(fz_cfg_t *c, const char *f, const char *v, int *used) {
 }
 
 static void cfg_header(FILE *f, const fz_cfg_t *c) {
-  fprintf(f, "#cfg %s %d %d %d %d %u %d %d\n", c->mode_enforce ? "enforce" : "audit",
-          c->threads, c->streams, c->events, c->slots, c->guard_min, c->concurrent, c->devices);
+  fprintf(f, "#cfg %s %d %d %d %d %u %d %d %d\n", c->mode_enforce ? "enforce" : "audit",
+          c->threads, c->streams, c->events, c->slots, c->guard_min, c->concurrent, c->devices,
+          c->blocking);
 }
 
 static void cfg_from_header(const char *path, fz_cfg_t *c) {
   FILE *f = fopen(path, "r");
   if (!f) return;
   char line[256], mode[16];
-  int conc = 0, devices = 1;
+  int conc = 0, devices = 1, blocking = 0;
   if (fgets(line, sizeof line, f) &&
-      sscanf(line, "#cfg %15s %d %d %d %d %u %d %d", mode, &c->threads, &c->streams, &c->events,
-             &c->slots, &c->guard_min, &conc, &devices) >= 6) {
+      sscanf(line, "#cfg %15s %d %d %d %d %u %d %d %d", mode, &c->threads, &c->streams,
+             &c->events, &c->slots, &c->guard_min, &conc, &devices, &blocking) >= 6) {
     c->mode_enforce = !strcmp(mode, "enforce");
     c->concurrent = conc != 0;
+    c->blocking = blocking != 0;
     c->devices = devices < 1 ? 1 : devices > FZ_MAXD ? FZ_MAXD : devices;
   }
   fclose(f);
