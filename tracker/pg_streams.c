@@ -483,14 +483,23 @@ void pg_host_learn(uint32_t id, uint64_t seq) {
     pg_atomic_max(pg_host_clock_at(id), seq);
 }
 
+/* The stamp of an access found complete at `now` (pg_stamp()): never 0, which means not found
+ * complete. */
+static inline uint64_t done_stamp_of(uint64_t now) { return now ? now : 1; }
+
+/* Marks access a found complete at stamp (done_stamp_of), unless it already was. */
+static inline void acc_mark_done(pg_acc_t *a, uint64_t stamp) {
+  uint64_t none = 0;
+  atomic_compare_exchange_strong_explicit(&a->done_stamp, &none, stamp, memory_order_acq_rel,
+                                          memory_order_relaxed);
+}
+
 bool pg_acc_done_query(pg_acc_t *a) {
   if (pg_t_in_hostfn) return false; /* no CUDA call inside a host function */
   /* Once its event was given back a later access of the stream may have recorded it again: the
    * answer is then that one's, which comes no earlier than this one's. */
   if (pg_ops.event_query(a->pub.event) != PG_DEV_OK) return false;
-  uint64_t none = 0, now = pg_stamp();
-  atomic_compare_exchange_strong_explicit(&a->done_stamp, &none, now ? now : 1,
-                                          memory_order_acq_rel, memory_order_relaxed);
+  acc_mark_done(a, done_stamp_of(pg_stamp()));
   return true;
 }
 
@@ -643,10 +652,8 @@ size_t pg_stream_complete_locked(pg_stream_t *st, size_t max) {
     for (size_t i = 0; i < done; i++) {
       pg_acc_t *a = acc[i];
       if (!pg_acc_ordered(a) && !atomic_load_explicit(&a->done_stamp, memory_order_relaxed)) {
-        if (!now && !(now = pg_stamp())) now = 1; /* 0 means not found complete */
-        uint64_t none = 0;
-        atomic_compare_exchange_strong_explicit(&a->done_stamp, &none, now,
-                                                memory_order_acq_rel, memory_order_relaxed);
+        if (!now) now = done_stamp_of(pg_stamp());
+        acc_mark_done(a, now);
       }
       if (a->has_event) {
         pg_stream_give_event(st, a->pub.event);
