@@ -307,6 +307,13 @@ __attribute__((noinline)) static pg_unwind_end_t tail_unwind(tail_memo_t *mm, pg
   return end;
 }
 
+/* The registers the cached unwinder starts from at a broken walk's last recorded frame, `at`:
+ * its return address, the stack pointer just above it, its saved rbp. */
+static inline pg_unwind_regs_t break_regs(uintptr_t at) {
+  const uintptr_t *f = (const uintptr_t *)at;
+  return (pg_unwind_regs_t){f[1], at + 2 * sizeof(uintptr_t), f[0]};
+}
+
 /* A walk of n frames broke (the frame at `at` was the last one it recorded, whose saved rbp it
  * could not follow): the rest of the stack. The cached unwinder (pg_unwind.h) reads on from that
  * frame, and only where it cannot does the C library's unwinder redo the whole capture. A break
@@ -322,8 +329,7 @@ __attribute__((noinline)) static unsigned finish_broken(pg_stack_t *out, unsigne
   uintptr_t *seen = ends ? &ends[dead_end_slot(last)] : &scratch;
   if (*seen == last) return n;
   if (at && skip == 0) {
-    const uintptr_t *f = (const uintptr_t *)at;
-    pg_unwind_regs_t r = {f[1], at + 2 * sizeof(uintptr_t), f[0]};
+    pg_unwind_regs_t r = break_regs(at);
     unsigned m = n;
     bool only_end;
     stack_block_t *b = ends ? (stack_block_t *)ends : NULL;
@@ -358,11 +364,10 @@ static inline __attribute__((always_inline)) unsigned finish_memo_or_broken(stac
                                                                              void *ret,
                                                                              uintptr_t fp) {
   if (__builtin_expect(b != NULL && at != 0, 1)) {
-    const uintptr_t *f = (const uintptr_t *)at;
-    pg_unwind_regs_t r = {f[1], at + 2 * sizeof(uintptr_t), f[0]};
     unsigned m = n;
     bool only_end = true;
-    pg_unwind_end_t end = tail_from_memo(&b->memo, r, out, n, PG_STACK_MAX, &m, &only_end);
+    pg_unwind_end_t end =
+        tail_from_memo(&b->memo, break_regs(at), out, n, PG_STACK_MAX, &m, &only_end);
     if (__builtin_expect(end != PG_UNWIND_NO_MEMO && end != PG_UNWIND_END_FRAME &&
                              end != PG_UNWIND_UNSUPPORTED && !only_end,
                          1))
