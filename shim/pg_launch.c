@@ -45,8 +45,8 @@ bool pg_rt_describe_kernel(const void *func, pg_kparams_t *kp) {
 }
 
 /* A launch that may touch pinned memory (or whose parameters are unknown): the op, its
- * decisions and the forward. Out of line, so that the common launch (PG_LAUNCH_BODY's quick
- * reject) keeps a small frame. */
+ * decisions and the forward. Out of line, so that the common launch (PG_LAUNCH_BODY's scan,
+ * which finds no candidate) does not set up the op, a few kilobytes. */
 int pg_shim_launch_op(const char *api, bool ptsz, const void *func, const pg_kparams_t *kp,
                       const uintptr_t *words, size_t nwords, void **args, cudaStream_t s,
                       const pg_stack_site_t *site, int (*fwd)(void *), void *fwd_ctx) {

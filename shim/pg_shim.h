@@ -85,8 +85,8 @@ bool pg_cu_describe_kernel(const void *func, pg_kparams_t *kp);
  * its words (pg_kparams_candidates), which is the quick reject: a launch none of whose words
  * may point into pinned memory is forwarded straight away, capturing nothing, checking nothing,
  * recording nothing; only the legacy default stream's implicit ordering is told core. Any other
- * launch goes to pg_shim_launch_op with the candidates found and the interceptor's call site. A macro, so that the site is the
- * interceptor's own frame; it returns from the interceptor. */
+ * launch goes to pg_shim_launch_op with the candidates found and the interceptor's call site. A
+ * macro, so that the site is the interceptor's own frame; it returns from the interceptor. */
 #define PG_LAUNCH_BODY(ret, untracked, api, ptsz, func, describe, args, s, direct, fwd,       \
                        ctx_type, ...)                                                       \
   do {                                                                                      \
