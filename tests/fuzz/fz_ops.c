@@ -50,7 +50,13 @@ void fz_ops_write(FILE *f, const fz_ops_t *ops) {
 int fz_ops_read(FILE *f, fz_ops_t *ops) {
   char line[256];
   while (fgets(line, sizeof line, f)) {
-    if (line[0] == '#' || line[0] == '\n') continue;
+    bool whole = strchr(line, '\n') || feof(f);
+    if (line[0] == '#') { /* a comment (a failure's message) may be longer than the buffer */
+      for (int c = whole ? '\n' : 0; c != '\n' && c != EOF;) c = fgetc(f);
+      continue;
+    }
+    if (!whole) return -1; /* no op line is this long */
+    if (line[0] == '\n') continue;
     fz_op_t op;
     char name[32];
     memset(&op, 0, sizeof op);
