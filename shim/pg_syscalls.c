@@ -14,6 +14,10 @@
  * with the reason in docs/GUARD.md. To add a call: one row here, its PG_HOOK(libc, ...) row in
  * pg_hooks.inc, its name in libpinguard.map and
  * in tests/e2e/check_exports.sh, and a case in tests/e2e/guard_io.c. */
+/* glibc's fortified headers (a distribution's compiler may define _FORTIFY_SOURCE by default, as
+ * Ubuntu's does) declare read, recv, fread and others as inline wrappers: this file defines the
+ * real entry points, so it takes the plain declarations. */
+#undef _FORTIFY_SOURCE
 #include <aio.h>
 #include <dlfcn.h>
 #include <errno.h>
