@@ -589,6 +589,9 @@ __attribute__((noinline)) static void after_op_spans(pg_op_t *op) {
   bool any = begin_accesses(op, op->stream, &op->stack);
   t_counting_begins = false;
   if (any) pg_stat_inc(op->func ? PG_STAT_KERNELS_TRACKED : PG_STAT_COPIES_TRACKED);
+  /* Nothing begun (a batch whose sources were all read during the call, say): the op was
+   * still enqueued, and the legacy stream's implicit order holds for it all the same. */
+  else pg_hb_enqueue(op->stream);
 }
 
 void pg_on_op_end(pg_op_t *op) {

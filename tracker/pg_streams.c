@@ -503,14 +503,37 @@ bool pg_acc_done_query(pg_acc_t *a) {
   return true;
 }
 
+/* Whether st's clock, or its entry for its own work, covers access a. */
+static inline bool clock_covers(const pg_stream_t *st, const pg_acc_t *a) {
+  return a->pub.stream_id == st->id || pg_clock_get(st, a->pub.stream_id) >= a->pub.seq;
+}
+
+/* The legacy stream's implicit order, as the enqueue that follows a conflict check applies it
+ * (pg_stream_legacy_sync_blocking), without applying it: the enqueue may still fail. Each clock
+ * it would join counts, not only the work on the joined streams: a clock carries what its
+ * stream's event waits learned, on any stream of any device. */
+static bool legacy_join_covers(const pg_stream_t *st, const pg_acc_t *a) {
+  int device = LD(st->device);
+  if (!LD(st->legacy)) { /* a blocking stream: after the device's legacy stream's work */
+    pg_stream_t *L = atomic_load_explicit(&pg_legacy[device], memory_order_acquire);
+    return L && clock_covers(L, a);
+  }
+  /* The legacy stream: after the device's blocking streams' work, and all they were ordered
+   * after. A walk of the streams, but only for an access that neither st's clock nor the host
+   * is ordered after (collect asks the host first): one a report will name, most often. */
+  if (a->blocking && a->pub.device == device) return true; /* on one of them */
+  unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
+  for (unsigned id = 1; id < n; id++) {
+    const pg_stream_t *b = pg_stream_by_id(id);
+    if (b && b != st && LD(b->blocking) && LD(b->device) == device && clock_covers(b, a))
+      return true;
+  }
+  return false;
+}
+
 bool pg_stream_ordered_after(const pg_stream_t *st, const pg_acc_t *a) {
-  uint32_t sid = a->pub.stream_id;
-  if (sid == st->id || pg_clock_get(st, sid) >= a->pub.seq) return true;
-  if (!LD(st->blocking) || !a->blocking || a->pub.device != LD(st->device)) return false;
-  if (LD(st->legacy)) return true;
-  pg_stream_t *L = atomic_load_explicit(&pg_legacy[a->pub.device], memory_order_acquire);
-  if (!L) return false;
-  return sid == L->id || pg_clock_get(L, sid) >= a->pub.seq;
+  if (clock_covers(st, a)) return true;
+  return LD(st->blocking) && legacy_join_covers(st, a);
 }
 
 /* ---- pools ------------------------------------------------------------------------------------
@@ -847,7 +870,10 @@ void pg_hb_stream_wait_event(cudaStream_t s, cudaEvent_t e) {
   ev_snap_t *ev = NULL;
   HASH_FIND(hh, g_events, &e, sizeof(e), ev);
   pg_lock(&st->mu);
-  pg_stream_legacy_sync(st);
+  /* A wait is an op of the legacy stream's implicit order only on the legacy stream itself, and
+   * only for an event with a record: on a blocking stream, or for an event never recorded, it
+   * waits for nothing implicitly (measured on an H200: bench/gpu/legacy_order.cu). */
+  if (ev && LD(st->legacy)) pg_stream_legacy_sync(st);
   if (ev) join_pairs(st, ev->clock, ev->len);
   pg_stream_clock_changed(st);
   pg_unlock(&st->mu);
@@ -950,6 +976,34 @@ void pg_hb_stream_destroyed(cudaStream_t s) {
   if (st) pg_stream_retire(st, 0); /* recycles it once its work has drained */
 }
 
+/* Adds st's clock (its own entry and what it was ordered after) to what the sync in progress
+ * will teach the host. Without st's lock: pg_clock_copy copies at most this many, lock or not.
+ * False when out of memory (what was added so far is true). */
+static bool sync_add_stream(thread_bufs_t *b, const pg_stream_t *st) {
+  const pg_clock_tab_t *t = atomic_load_explicit(&st->clk, memory_order_acquire);
+  if (!t) { /* the common stream, ordered after no other: its own entry */
+    if (!pairs_reserve(&b->sync, 1)) return false;
+    b->sync.p[b->sync.n++] = (pg_clock_pair_t){st->id, LD(st->own)};
+    return true;
+  }
+  size_t len = 1 + t->mask + 1;
+  if (!pairs_reserve(&b->sync, len)) return false;
+  b->sync.n += pg_clock_copy(st, b->sync.p + b->sync.n, len);
+  return true;
+}
+
+/* The legacy stream's synchronize (or query) covers the work already on its device's blocking
+ * streams too: CUDA's text promises only the stream's own work, but an H200 waits for theirs
+ * (bench/gpu/legacy_order.cu), so a program that relies on it races with nothing. */
+static void sync_add_blocking(thread_bufs_t *b, int device) {
+  unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
+  for (unsigned id = 1; id < n; id++) {
+    const pg_stream_t *t = pg_stream_by_id(id);
+    if (!t || LD(t->legacy) || !LD(t->blocking) || LD(t->device) != device) continue;
+    if (!sync_add_stream(b, t)) return;
+  }
+}
+
 void pg_hb_sync_prepare(cudaStream_t s) {
   thread_bufs_t *b = bufs();
   if (!b) return;
@@ -960,6 +1014,7 @@ void pg_hb_sync_prepare(cudaStream_t s) {
   if (pairs_reserve(&b->sync, pg_clock_len(st)))
     b->sync.n = pg_clock_copy(st, b->sync.p, b->sync.cap);
   pg_unlock(&st->mu);
+  if (LD(st->legacy)) sync_add_blocking(b, LD(st->device));
 }
 
 /* cudaDeviceSynchronize waits for the current device's streams only (its default streams and
@@ -974,15 +1029,7 @@ void pg_hb_sync_prepare_device(void) {
   for (unsigned id = 1; id < n; id++) {
     pg_stream_t *st = pg_stream_by_id(id);
     if (!st || LD(st->device) != device) continue;
-    const pg_clock_tab_t *t = atomic_load_explicit(&st->clk, memory_order_acquire);
-    if (!t) { /* the common stream, ordered after no other: its own entry */
-      if (b->sync.n == b->sync.cap && !pairs_reserve(&b->sync, 1)) break;
-      b->sync.p[b->sync.n++] = (pg_clock_pair_t){st->id, LD(st->own)};
-      continue;
-    }
-    size_t len = 1 + t->mask + 1; /* pg_clock_copy copies at most this many, lock or not */
-    if (!pairs_reserve(&b->sync, len)) break; /* what it has learned so far is true */
-    b->sync.n += pg_clock_copy(st, b->sync.p + b->sync.n, len);
+    if (!sync_add_stream(b, st)) break;
   }
 }
 

@@ -450,6 +450,15 @@ static void legacy_join(vc_t *v, int s) {
   }
 }
 
+/* What a synchronize of stream s (or a query that finds it done) covers: its work, and on the
+ * legacy stream its device's blocking streams' work too (as an H200 does, though CUDA's text
+ * promises only the stream's own: bench/gpu/legacy_order.cu). */
+static vc_t legacy_covers(int s) {
+  vc_t v = M.svc[s];
+  if (is_legacy(s)) legacy_join(&v, s);
+  return v;
+}
+
 /* Ordered before an op enqueued now on stream s, given the host's clock `host`. */
 static bool ordered_before_stream_by(const dacc_t *d, int s, const vc_t *host) {
   if (d->stream == s) return true;
@@ -1220,6 +1229,9 @@ static void exec_op(int i) {
       int s = sidx(o->a[0]), e = (o->a[1] % M.cfg->events + t_base_e);
       err = (i & 1) ? cudaStreamWaitEvent(S(s), M.e[e], 0) : cudaStreamWaitEvent_ptsz(S(s), M.e[e], 0);
       if (err == cudaSuccess && M.ev[e].recorded) {
+        /* An op of the legacy stream's implicit order on the legacy stream only, and only for
+         * an event with a record (as an H200 does: bench/gpu/legacy_order.cu). */
+        if (is_legacy(s)) legacy_join(&M.svc[s], s);
         M.ev[e].waited = true;
         vc_join(&M.svc[s], &M.ev[e].vc);
         if (M.ev[e].gate > M.sgate[s]) M.sgate[s] = M.ev[e].gate;
@@ -1228,14 +1240,14 @@ static void exec_op(int i) {
     }
     case FZ_SSYNC: {
       int s = sidx(o->a[0]);
-      vc_t snap = M.svc[s];
+      vc_t snap = legacy_covers(s);
       err = (i & 1) ? cudaStreamSynchronize(S(s)) : cudaStreamSynchronize_ptsz(S(s));
       if (err == cudaSuccess) learn(&snap);
       break;
     }
     case FZ_SQUERY: {
       int s = sidx(o->a[0]);
-      vc_t snap = M.svc[s];
+      vc_t snap = legacy_covers(s);
       err = (i & 1) ? cudaStreamQuery(S(s)) : cudaStreamQuery_ptsz(S(s));
       if (err == cudaSuccess) learn(&snap);
       else if (err == cudaErrorNotReady) err = cudaSuccess;

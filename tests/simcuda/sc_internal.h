@@ -189,6 +189,8 @@ int sc_stream_device(const sc_stream *s); /* the device current when it was crea
 /* Queues op on s (ownership passes), or records it when s is capturing. *seq (optional) gets the
  * op's sequence number, 0 when it was captured. */
 cudaError_t sc_submit(sc_stream *s, sc_op *op, uint64_t *seq);
+/* Whether s has no work left (the legacy stream: nor its device's blocking streams). */
+bool sc_stream_idle(sc_stream *s);
 /* Blocks until s has completed seq. */
 void sc_stream_wait_seq(sc_stream *s, uint64_t seq);
 /* Submits op and waits for it: the synchronous API calls. Fails on a capturing stream. */

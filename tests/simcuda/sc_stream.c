@@ -24,8 +24,12 @@
  *   - cudaStreamPerThread, and handle 0 in the _ptsz/_ptds entry points, name the calling thread's
  *     per-thread default stream of its current device: a blocking stream created on first use and
  *     destroyed (after its work drains) when the thread exits.
+ *     A cudaStreamWaitEvent is an op of this kind only on the legacy stream, and only for an
+ *     event with a record: a wait on a blocking stream, or for an event never recorded, waits
+ *     for nothing implicitly (as measured on an H200: bench/gpu/legacy_order.cu).
  *   - cudaStreamSynchronize on the legacy stream waits for a marker queued on it, so it also waits
- *     for earlier work on blocking streams (a superset of CUDA's guarantee).
+ *     for earlier work on blocking streams, and cudaStreamQuery on it answers cudaErrorNotReady
+ *     while such work runs: as an H200 does, though CUDA's text promises only the stream's own.
  *   - Priorities are recorded and reported but do not affect scheduling: every stream has its own
  *     worker, so no stream ever waits for another's unrelated work.
  *   - Stream capture: an op queued on a capturing stream is recorded into the capture's graph; a
@@ -273,16 +277,33 @@ static cudaError_t sc_implicit_deps(sc_stream *s, sc_op *op) {
   return cudaSuccess;
 }
 
+bool sc_stream_idle(sc_stream *s) {
+  if (atomic_load(&s->done_seq) < atomic_load(&s->enq_seq)) return false;
+  if (!s->legacy) return true;
+  bool idle = true; /* the legacy stream: its device's blocking streams' work too */
+  pthread_mutex_lock(&sc_reg_mu);
+  for (sc_stream *t = sc_reg_head; t && idle; t = t->reg_next)
+    if (t->device == s->device && sc_is_blocking(t))
+      idle = atomic_load(&t->done_seq) >= atomic_load(&t->enq_seq);
+  pthread_mutex_unlock(&sc_reg_mu);
+  return idle;
+}
+
 cudaError_t sc_submit(sc_stream *s, sc_op *op, uint64_t *seq_out) {
   if (seq_out) *seq_out = 0;
   op->enq_ns = sc_now_ns();
   cudaError_t err = cudaSuccess;
+  bool implicit = true;
   if (op->kind == SC_OP_WAIT_EVENT) {
     uint64_t gen = sc_event_recorded_gen(op->u.event.ev);
     if (gen && !sc_op_add_dep(op, (sc_dep){.event = op->u.event.ev, .gen = gen}))
       err = cudaErrorMemoryAllocation;
+    /* As an H200 does (bench/gpu/legacy_order.cu): a wait on the legacy stream waits for the
+     * blocking streams only when its event has a record, and a wait on a blocking stream never
+     * waits for the legacy stream. */
+    implicit = s->legacy && gen;
   }
-  if (err == cudaSuccess) err = sc_implicit_deps(s, op);
+  if (err == cudaSuccess && implicit) err = sc_implicit_deps(s, op);
   if (err != cudaSuccess) {
     sc_op_free(op);
     return err;

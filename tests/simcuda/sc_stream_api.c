@@ -111,7 +111,7 @@ cudaError_t sc_stream_query(cudaStream_t h, bool ptsz) {
   sc_stream *s = sc_stream_get(h, ptsz, &err);
   if (!s) return sc_ret(err);
   if ((err = sc_capture_break(s)) != cudaSuccess) return sc_ret(err);
-  return atomic_load(&s->done_seq) >= atomic_load(&s->enq_seq) ? cudaSuccess : cudaErrorNotReady;
+  return sc_stream_idle(s) ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t sc_wait_event(cudaStream_t h, cudaEvent_t event, unsigned flags, bool ptsz) {

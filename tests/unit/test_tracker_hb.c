@@ -227,6 +227,106 @@ Test(tracker_hb, legacy_stream_joins_each_move_of_a_blocking_stream) {
   cudaEventDestroy(e);
 }
 
+/* A conflict check comes before the enqueue that applies the legacy stream's implicit order: it
+ * must see that order as the enqueue will. The joined clock counts whole, not only the work on
+ * the joined stream: here it holds a non-blocking stream's copy, learned by an event wait. */
+static cudaEvent_t record_after_copy(cudaStream_t nb) {
+  cudaEvent_t e;
+  cr_assert_eq(cudaEventCreate(&e), cudaSuccess);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, nb), 1);
+  cr_assert_eq(cudaEventRecord(e, nb), cudaSuccess);
+  pg_hb_event_record(e, nb);
+  return e;
+}
+
+Test(tracker_hb, blocking_stream_checks_see_what_the_legacy_stream_waited_for) {
+  cudaStream_t nb = tt_stream(cudaStreamNonBlocking);
+  tt_close_gate(nb);
+  cudaEvent_t e = record_after_copy(nb);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s2), 1, "nothing orders s2 after the copy yet");
+  cr_assert_eq(cudaStreamWaitEvent(0, e, 0), cudaSuccess);
+  pg_hb_stream_wait_event(0, e);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s2), 0, "s2's next op waits for the legacy stream's wait");
+  cr_assert_eq(conflicts(PG_DIR_WRITE, tt_stream(cudaStreamNonBlocking)), 1,
+               "a non-blocking stream's does not");
+  tt_open_gates();
+  tt_device_sync();
+  cudaEventDestroy(e);
+}
+
+Test(tracker_hb, legacy_stream_checks_see_what_blocking_streams_waited_for) {
+  cudaStream_t nb = tt_stream(cudaStreamNonBlocking);
+  tt_close_gate(nb);
+  cudaEvent_t e = record_after_copy(nb);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, 0), 1, "nothing orders the legacy stream after the copy");
+  cr_assert_eq(cudaStreamWaitEvent(s1, e, 0), cudaSuccess);
+  pg_hb_stream_wait_event(s1, e);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, 0), 0, "the legacy stream's next op waits for s1's wait");
+  cr_assert_eq(conflicts(PG_DIR_WRITE, cudaStreamLegacy), 0);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s2), 1, "s2's next op waits for the legacy stream's "
+               "work before it, and there was none after s1's wait");
+  tt_open_gates();
+  tt_device_sync();
+  cudaEventDestroy(e);
+}
+
+/* What an H200 does (bench/gpu/legacy_order.cu), where CUDA's text is silent or promises less:
+ * a synchronize of the legacy stream covers the work already on its device's blocking streams;
+ * a wait on a blocking stream is no op of the implicit order, nor is a wait on the legacy
+ * stream for an event never recorded. */
+Test(tracker_hb, legacy_sync_covers_the_blocking_streams_work) {
+  cudaStream_t nb = tt_stream(cudaStreamNonBlocking);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  cr_assert_eq(tt_copy_d2h(buf + 8192, dev, 4096, nb), 1);
+  tt_stream_sync(0);
+  pg_access_t out[4];
+  cr_assert_eq(pg_access_conflicts(buf, 4096, PG_DIR_WRITE, nb, out, 4), 0,
+               "the host is ordered after the blocking stream's copy");
+  cr_assert_eq(pg_access_conflicts(buf + 8192, 4096, PG_DIR_WRITE, s2, out, 4), 1,
+               "not after the non-blocking stream's");
+  tt_device_sync();
+}
+
+Test(tracker_hb, legacy_query_success_covers_the_blocking_streams_work) {
+  cudaStream_t nb = tt_stream(cudaStreamNonBlocking);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  cr_assert_eq(cudaStreamSynchronize(s1), cudaSuccess); /* done, but the host not told */
+  pg_hb_sync_prepare(0);
+  cr_assert_eq(cudaStreamQuery(0), cudaSuccess);
+  pg_hb_sync_done(1);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, nb), 0);
+}
+
+Test(tracker_hb, a_wait_on_a_blocking_stream_does_not_join_the_legacy_stream) {
+  cudaEvent_t e;
+  cr_assert_eq(cudaEventCreate(&e), cudaSuccess);
+  tt_record(e, s3);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, 0), 1);
+  tt_wait_event(s1, e);
+  tt_stream_sync(s1);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, tt_stream(cudaStreamNonBlocking)), 1,
+               "the host is not ordered after the legacy stream's copy");
+  tt_device_sync();
+  cudaEventDestroy(e);
+}
+
+Test(tracker_hb, a_legacy_wait_joins_blocking_streams_only_for_a_recorded_event) {
+  cudaEvent_t never, e;
+  cr_assert_eq(cudaEventCreate(&never), cudaSuccess);
+  cr_assert_eq(cudaEventCreate(&e), cudaSuccess);
+  tt_record(e, s3);
+  tt_close_gate(s1);
+  cr_assert_eq(tt_copy_d2h(buf, dev, 4096, s1), 1);
+  tt_wait_event(0, never);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s2), 1, "s2 not ordered through a wait on nothing");
+  tt_wait_event(0, e);
+  cr_assert_eq(conflicts(PG_DIR_WRITE, s2), 0, "s2 ordered through the legacy stream's wait");
+  tt_open_gates();
+  tt_device_sync();
+  cudaEventDestroy(never);
+  cudaEventDestroy(e);
+}
+
 Test(tracker_hb, legacy_work_enqueued_before_does_not_order_later_work) {
   cr_assert_eq(cudaMemsetAsync(dev, 0, 16, 0), cudaSuccess);
   pg_hb_enqueue(0);
