@@ -18,8 +18,15 @@
 #                      mprotect works, whether DMA proceeds under PROT_NONE, the copy-on-write
 #                      check, mappings added per guard, what a fork child inherits; the cost of
 #                      a protect/unprotect pair with 1, 8 and 32 busy threads
+#   legacy_order.jsonl bench/gpu/legacy_order.cu: which calls order the host after work on the
+#                      legacy stream's other side (blocking streams, and back): one line a case
+#   torchcopy.md       bench/torch_copy.py (PyTorch's 4 KiB copy_(non_blocking=True) loop): CPU
+#                      time per copy with no pinguard, audit and enforce (default options) and
+#                      PyTorch's CUDA sanitizer, alternating runs, median ratios (torchcopy.tsv)
 #   summary.txt        one line per step: ok / failed / skipped, and the key outcomes
-# Steps run in order of importance and are skipped once the time budget is spent.
+# Steps run in order of importance and are skipped once the time budget is spent. PG_GPU_STEPS
+# (names, space-separated: legacy_order torchcopy guard_check host_probe matrix torch_pickle ...)
+# runs only those steps after the build, which then builds only what they need.
 # Needs: cmake, gcc, nvcc (sm_90), python3 with torch; uthash.h (set UTHASH_INCLUDE_DIR if it is
 # not in a system include path). Criterion is not needed (a stub satisfies the configure step).
 set -uo pipefail
@@ -34,8 +41,11 @@ summary=$out/summary.txt
 : >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
 left() { echo $((budget - ($(date +%s) - t0))); }
+# selected NAME: whether PG_GPU_STEPS leaves step NAME in (the build is always in).
+selected() { [ -z "${PG_GPU_STEPS:-}" ] || [ "$1" = build ] || [[ " $PG_GPU_STEPS " == *" $1 "* ]]; }
 # step NAME SECONDS: whether there is time for a step expected to take about SECONDS.
 step() {
+  if ! selected "$1"; then return 1; fi
   if [ "$(left)" -lt "$2" ]; then note "$1: skipped (time budget)"; return 1; fi
   echo "==> $1 ($(left) s left)" >&2
 }
@@ -65,9 +75,11 @@ if step build 60; then
     echo 'void pg_criterion_stub(void) {}' | gcc -shared -fPIC -x c - -o "$out/stub/libcriterion.so"
     cfg+=("-DCRITERION_INCLUDE_DIR=$out/stub" "-DCRITERION_LIBRARY=$out/stub/libcriterion.so")
   fi
-  {
-    cmake -S "$root" -B "$build" "${cfg[@]}" &&
-      timeout 300 cmake --build "$build" -j"$(nproc)" --target pinguard kvxfer_cuda &&
+  # Only the shim and the probe when PG_GPU_STEPS names nothing else that needs a build.
+  full=1
+  [ -n "${PG_GPU_STEPS:-}" ] && [ -z "$(echo " $PG_GPU_STEPS " | sed 's/ legacy_order / /g; s/ torchcopy / /g' | tr -d ' ')" ] && full=0
+  build_rest() {
+    timeout 300 cmake --build "$build" -j"$(nproc)" --target pinguard kvxfer_cuda &&
       nvcc -arch=sm_90 -shared -Xcompiler -fPIC -cudart shared -o "$out/libhostread.so" \
         "$here/gpu/hostread.cu" &&
       nvcc -arch=sm_90 -cudart shared -o "$out/guard_check" "$here/gpu/guard_check.cu" &&
@@ -80,9 +92,18 @@ if step build 60; then
       gcc -O2 -std=gnu11 -D_GNU_SOURCE -I"$(dirname "$(command -v nvcc)")/../include" \
         "$here/bench_copy.c" -o "$out/bench_copy" \
         -L"$(dirname "$(command -v nvcc)")/../lib64" -lcudart -lpthread \
+        -L"$(dirname "$(command -v nvcc)")/../lib64/stubs" -lcuda \
         -Wl,-rpath,"$(dirname "$(command -v nvcc)")/../lib64"
+  }
+  {
+    nvcc -arch=sm_90 -o "$out/legacy_order" "$here/gpu/legacy_order.cu" &
+    if cmake -S "$root" -B "$build" "${cfg[@]}"; then
+      if [ "$full" = 1 ]; then build_rest
+      else timeout 300 cmake --build "$build" -j"$(nproc)" --target pinguard; fi
+    fi
+    wait
   } >"$out/build.log" 2>&1
-  if [ -e "$shim" ] && [ -e "$kvx" ] && [ -e "$out/guard_check" ]; then
+  if [ -e "$shim" ] && { [ "$full" = 0 ] || { [ -e "$kvx" ] && [ -e "$out/guard_check" ]; }; }; then
     note "build: ok"
   else
     note "build: FAILED (see build.log)"; tail -n 30 "$out/build.log" >&2
@@ -110,6 +131,56 @@ run_mode() {
 }
 reports() { grep -c 'pinguard: ERROR:' "$1" 2>/dev/null || true; }
 mkdir -p "$out/logs"
+
+# ---- 1b. the legacy stream's implicit order on the real device ----------------------------------
+if [ -x "$out/legacy_order" ] && step legacy_order 20; then
+  timeout 60 "$out/legacy_order" >"$out/legacy_order.jsonl" 2>"$out/logs/legacy_order.err"
+  note "legacy_order: exit $?; cases that differ from pinguard's reading:" \
+    "$(grep -o '"case":"[a-z0-9_]*","covered":[a-z]*,"expect":[a-z]*,"agrees":false' \
+      "$out/legacy_order.jsonl" | cut -d'"' -f4 | tr '\n' ' ')"
+fi
+
+# ---- 1c. PyTorch's copy loop: the CPU time pinguard adds, default options --------------------------
+if step torchcopy 120; then
+  tsv=$out/torchcopy.tsv
+  : >"$tsv"
+  copies=${PG_GPU_TORCHCOPY_COPIES:-40000}
+  for rep in 1 2 3 4 5; do
+    [ "$(left)" -gt 25 ] || break
+    # The order rotates from one repetition to the next, so that drift hits all alike.
+    set -- none audit enforce torch_sanitizer
+    for _ in $(seq $((rep % 4))); do set -- "$@" "$1"; shift; done
+    for m in "$@"; do
+      env=()
+      case $m in
+        audit) env=(LD_PRELOAD="$shim") ;;
+        enforce) env=(LD_PRELOAD="$shim" PINGUARD_OPTIONS=mode=enforce) ;;
+        torch_sanitizer) env=(TORCH_CUDA_SANITIZER=1) ;;
+      esac
+      line=$(env -u PINGUARD_OPTIONS timeout 120 env "${env[@]}" python3 "$here/torch_copy.py" \
+        "$copies" 2>>"$out/logs/torchcopy.err" | grep '^{' | tail -n 1)
+      [ -n "$line" ] && printf '%s\t%s\t%s\n' "$rep" "$m" "$line" >>"$tsv"
+    done
+  done
+  python3 - "$tsv" >"$out/torchcopy.md" 2>>"$out/logs/torchcopy.err" <<'PY'
+import json, statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    rep, mode, js = line.rstrip("\n").split("\t")
+    runs.setdefault(rep, {})[mode] = json.loads(js)
+print("| configuration | CPU ns per copy (median) | ratio to none (median) | wall ns per copy |")
+print("|---|---|---|---|")
+for m in ("none", "audit", "enforce", "torch_sanitizer"):
+    reps = [r for r in runs.values() if m in r and "none" in r]
+    if not reps:
+        continue
+    cpu = statistics.median(r[m]["cpu_ns_per_copy"] for r in reps)
+    ratio = statistics.median(r[m]["cpu_ns_per_copy"] / r["none"]["cpu_ns_per_copy"] for r in reps)
+    wall = statistics.median(r[m]["ns_per_copy"] for r in reps)
+    print(f"| {m} | {cpu:.0f} | {ratio:.3f} (n={len(reps)}) | {wall:.0f} |")
+PY
+  note "torchcopy: $(grep '^| audit' "$out/torchcopy.md" | tr -s ' ')"
+fi
 
 # ---- 2. guard pages on each kind of pinned memory ------------------------------------------------
 if [ -e "$out/guard_check" ] && step guard_check 30; then
