@@ -28,8 +28,8 @@ import tempfile
 GENERATED_PREFIXES = ("build/", "build-", "fail-", ".venv-torch/", "venv/", "lib/python/", "DIR/")
 GENERATED = {
     # bench/gpu.sh's results, bench/instr.sh's profiles.
-    "env.txt", "matrix.txt", "micro.md", "engine.md", "summary.txt", "profile.copy.t1.md",
-    "profile.scale.t1.md",
+    "env.txt", "matrix.txt", "micro.md", "engine.md", "summary.txt", "torchcopy.md",
+    "profile.copy.t1.md", "profile.scale.t1.md",
 }
 # The user's files, in the docs' examples (a test script, a server, a suppression's site).
 PLACEHOLDERS = {

@@ -148,12 +148,61 @@ Test(streams, nonblocking_stream_ignores_legacy_stream, .init = low_latency) {
   cr_assert_eq(g.timed_out, 0, "a non-blocking stream waited for the legacy stream");
 }
 
+/* What an H200 does where CUDA's text is silent (bench/gpu/legacy_order.cu): a wait on a blocking
+ * stream is no op of the implicit order, nor a wait on the legacy stream for an event never
+ * recorded; a query of the legacy stream counts its blocking streams' work. Each case holds one
+ * side behind a gate and checks that the other did not wait for it (the gate would time out). */
+Test(streams, wait_on_blocking_stream_does_not_wait_for_legacy_stream, .init = low_latency) {
+  cudaStream_t s, nb;
+  cudaEvent_t e;
+  CK(cudaStreamCreate(&s));
+  CK(cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking));
+  CK(cudaEventCreate(&e));
+  CK(cudaEventRecord(e, nb));
+  CK(cudaStreamSynchronize(nb));
+  static gate g = GATE_INIT;
+  CK(cudaLaunchHostFunc(0, hf_gate_wait, &g)); /* the legacy stream held */
+  CK(cudaStreamWaitEvent(s, e, 0));
+  CK(cudaStreamSynchronize(s));
+  gate_open(&g);
+  CK(cudaStreamSynchronize(0));
+  cr_assert_eq(g.timed_out, 0, "a wait on a blocking stream waited for the legacy stream");
+}
+
+Test(streams, legacy_wait_for_unrecorded_event_does_not_wait_for_blocking, .init = low_latency) {
+  cudaStream_t s, s2;
+  cudaEvent_t never;
+  CK(cudaStreamCreate(&s));
+  CK(cudaStreamCreate(&s2));
+  CK(cudaEventCreate(&never));
+  static gate g = GATE_INIT;
+  CK(cudaLaunchHostFunc(s, hf_gate_wait, &g)); /* a blocking stream held */
+  CK(cudaStreamWaitEvent(0, never, 0));
+  CK(cudaLaunchHostFunc(s2, hf_gate_open, &g)); /* after the legacy stream's work only */
+  CK(cudaStreamSynchronize(s2));
+  CK(cudaStreamSynchronize(s));
+  cr_assert_eq(g.timed_out, 0, "a wait for an event never recorded ordered the legacy stream");
+}
+
+Test(streams, legacy_query_counts_blocking_streams_work, .init = low_latency) {
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  static gate g = GATE_INIT;
+  CK(cudaLaunchHostFunc(s, hf_gate_wait, &g));
+  CK_ERR(cudaStreamQuery(0), cudaErrorNotReady);
+  gate_open(&g);
+  CK(cudaStreamSynchronize(s));
+  CK(cudaStreamQuery(0));
+}
+
 /* ---- per-thread default stream -------------------------------------------------------- */
 Test(streams, per_thread_stream_is_handle_zero_under_ptsz, .init = low_latency) {
   static gate g = GATE_INIT;
   CK(cudaLaunchHostFunc_ptsz(0, hf_gate_wait, &g)); /* stream 0 here = per-thread stream */
   CK_ERR(cudaStreamQuery(cudaStreamPerThread), cudaErrorNotReady);
-  CK(cudaStreamQuery(cudaStreamLegacy)); /* the legacy stream's own queue is empty */
+  /* The legacy stream's own queue is empty, but the per-thread stream is a blocking stream: a
+   * query of the legacy stream counts its work, as an H200 does (bench/gpu/legacy_order.cu). */
+  CK_ERR(cudaStreamQuery(cudaStreamLegacy), cudaErrorNotReady);
   gate_open(&g);
   CK(cudaStreamSynchronize(cudaStreamPerThread));
   CK(cudaStreamQuery_ptsz(0));
