@@ -13,6 +13,7 @@
 #ifndef PG_ENGINE_H
 #define PG_ENGINE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -80,8 +81,20 @@ void pg_on_op_end(pg_op_t *op);
 /* The same for an op with pitched sides (op->nshapes > 0): each shaped span is begun as its
  * shape (the common op's path, which pg_on_op_end takes, knows only plain spans). */
 void pg_on_shaped_op_end(pg_op_t *op);
-/* Untracked work enqueued on the legacy default stream still orders the blocking streams. */
+/* Untracked work enqueued on s (a kernel none of whose parameters is pinned, a device-to-device
+ * copy) still takes its place in the legacy default stream's implicit order: on the legacy
+ * stream it comes after the blocking streams' work, on a blocking stream after the legacy
+ * stream's. pg_untracked_op is what the shim calls after such a call succeeded: `ptsz` says
+ * handle 0 is the per-thread stream. Inline, a load and a branch for any stream but the legacy
+ * one until pinguard met some legacy stream (pg_hb_legacy_used, the tracker's). */
 void pg_on_untracked_op(cudaStream_t s);
+extern _Atomic bool pg_hb_legacy_used;
+static inline void pg_untracked_op(cudaStream_t s, bool ptsz) {
+  if (ptsz && s == 0) s = cudaStreamPerThread;
+  if (s == 0 || s == cudaStreamLegacy ||
+      atomic_load_explicit(&pg_hb_legacy_used, memory_order_relaxed))
+    pg_on_untracked_op(s);
+}
 /* A stream memory operation (cuStreamWriteValue*, cuStreamWaitValue*, a batch's) names the n
  * bytes at p as a flag word: before it is queued. Their pages are never guarded (the GPU waits
  * for the CPU there, or the CPU polls). */

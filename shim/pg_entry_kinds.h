@@ -70,7 +70,14 @@
  * decisions (`shaped`: the op may carry pitched sides). */
 #define PG_COPY_BODY(lib, name, ptsz, stream, untracked, what, shaped, describe, ...)        \
   do {                                                                                        \
-    if (!pg_shim_start_tracking() || (untracked)) return PG_FWD_##lib(name, __VA_ARGS__);    \
+    if (!pg_shim_start_tracking()) return PG_FWD_##lib(name, __VA_ARGS__);                   \
+    if (untracked) {                                                                          \
+      pg_reentry_t r_ = pg_shim_enter();                                                      \
+      __typeof__(PG_FWD_##lib(name, __VA_ARGS__)) e_ = PG_FWD_##lib(name, __VA_ARGS__);       \
+      if (e_ == 0) pg_untracked_op((cudaStream_t)(stream), (ptsz)); /* the legacy order */    \
+      pg_shim_leave(r_);                                                                      \
+      return e_;                                                                              \
+    }                                                                                         \
     pg_op_t op;                                                                               \
     pg_op_begin(&op, #name, what, (cudaStream_t)(stream), ptsz);                              \
     describe;                                                                                 \

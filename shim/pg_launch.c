@@ -44,6 +44,12 @@ bool pg_rt_describe_kernel(const void *func, pg_kparams_t *kp) {
   return true;
 }
 
+/* A launch found untracked after all (no parameter in pinned memory): its place in the legacy
+ * stream's order. Out of line, off the tracked launch's path. */
+__attribute__((noinline, cold)) static void untracked_launch_done(cudaStream_t s) {
+  pg_untracked_op(s, false);
+}
+
 /* A launch that may touch pinned memory (or whose parameters are unknown): the op, its
  * decisions and the forward. Out of line, so that the common launch (PG_LAUNCH_BODY's scan,
  * which finds no candidate) does not set up the op, a few kilobytes. */
@@ -62,7 +68,7 @@ int pg_shim_launch_op(const char *api, bool ptsz, const void *func, const pg_kpa
   if (op.nspans) pg_on_op_begin(&op);
   int err = fwd(fwd_ctx);
   if (err == 0 && op.nspans) pg_on_op_end(&op);
-  else if (err == 0 && op.stream == 0) pg_on_untracked_op(0); /* legacy ordering */
+  else if (err == 0) untracked_launch_done(op.stream); /* pg_stream_of made it a plain handle */
   return err;
 }
 

@@ -102,7 +102,7 @@ bool pg_cu_describe_kernel(const void *func, pg_kparams_t *kp);
                                                           PG_OP_MAX_SPANS)) == 0,           \
                          1)) {                                                              \
       err_ = (int)(direct);                                                                 \
-      if (err_ == 0 && !(ptsz) && (s) == 0) pg_on_untracked_op(0); /* legacy stream */  \
+      if (err_ == 0) pg_untracked_op((s), (ptsz)); /* the legacy stream's order */      \
     } else {                                                                                \
       pg_stack_site_t site_;                                                                \
       pg_stack_site_inline(&site_);                                                         \

@@ -675,11 +675,11 @@ static void collect(pg_acc_t *a, void *ctx) {
   /* A pitched copy's side, on either part: only the bytes it touches count. */
   if (__builtin_expect(a->shaped || c->shape != NULL, 0) && !shaped_hit(a, c)) return;
   if (c->mode == 1 && !pg_dir_may_write(a->pub.dir)) return;
-  if (pg_acc_ordered(a)) return; /* the host is ordered after it: no conflict, whoever asks */
   if (c->mode == 2) {
     if (!pg_dir_may_write(a->pub.dir) && !pg_dir_may_write(c->dir)) return; /* read/read */
     if (pg_stream_ordered_after(c->st, a)) return;
   }
+  if (pg_acc_ordered(a)) return;
   if (c->running_only && pg_acc_done(a)) return;
   /* Not ready: its begin hook may still be counting it; it guards (or soon will). */
   if (c->guarding_only && atomic_load_explicit(&a->ready, memory_order_acquire) &&

@@ -27,6 +27,7 @@ atomic_uint pg_nids = 1;
 pg_stream_t pg_stream_untracked = {.id = PG_UNTRACKED_ID};
 _Atomic(pg_stream_t *) pg_legacy[PG_MAX_DEVICES];
 _Atomic uint64_t pg_legacy_version[PG_MAX_DEVICES];
+_Atomic bool pg_hb_legacy_used;
 _Atomic uint64_t pg_blocking_version[PG_MAX_DEVICES];
 
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
@@ -183,8 +184,8 @@ static pg_stream_t *stream_new(cudaStream_t h, bool blocking, bool legacy, int d
   }
   st->handle = h;
   ST(st->device, device);
-  st->legacy_seen = 0;
-  st->blocking_seen = UINT64_MAX;
+  ST(st->legacy_seen, 0);
+  ST(st->blocking_seen, UINT64_MAX);
   st->recycled = false;
   st->next_free = NULL;
   ST(st->blocking, blocking);
@@ -211,8 +212,10 @@ static pg_stream_t *legacy_stream(int device) {
   if (st) return st;
   pthread_rwlock_wrlock(&g_map_lock);
   st = atomic_load_explicit(&pg_legacy[device], memory_order_acquire);
-  if (!st && (st = stream_new(0, true, true, device)))
+  if (!st && (st = stream_new(0, true, true, device))) {
     atomic_store_explicit(&pg_legacy[device], st, memory_order_release);
+    atomic_store_explicit(&pg_hb_legacy_used, true, memory_order_relaxed);
+  }
   pthread_rwlock_unlock(&g_map_lock);
   return st;
 }
@@ -457,14 +460,15 @@ void pg_stream_legacy_sync_blocking(pg_stream_t *st) {
   if (LD(st->legacy)) { /* legacy work waits for all prior work on its device's blocking streams */
     /* Read before the joins: a clock that moves during them moves the version again. */
     uint64_t v = atomic_load_explicit(&pg_blocking_version[LD(st->device)], memory_order_relaxed);
-    if (v == st->blocking_seen) return; /* no blocking stream's clock moved: nothing to join */
-    st->blocking_seen = v;
+    if (v == LD(st->blocking_seen)) return; /* no blocking stream's clock moved: nothing to join */
     for (unsigned id = 1; id < n; id++) {
       pg_stream_t *b = pg_stream_by_id(id);
       if (!b || b == st || !LD(b->blocking)) continue; /* destroyed ones' work still runs */
       if (LD(b->device) != LD(st->device)) continue;
       join_stream(st, b);
     }
+    /* After the joins, released: pg_hb_enqueue reads it without the lock. */
+    atomic_store_explicit(&st->blocking_seen, v, memory_order_release);
     pg_stream_clock_changed(st);
     return;
   }
@@ -473,9 +477,9 @@ void pg_stream_legacy_sync_blocking(pg_stream_t *st) {
   if (!L) return;
   (void)n;
   uint64_t v = atomic_load_explicit(&pg_legacy_version[device], memory_order_relaxed);
-  if (v == st->legacy_seen) return; /* nothing new on the legacy stream: skip the join */
+  if (v == LD(st->legacy_seen)) return; /* nothing new on the legacy stream: skip the join */
   join_stream(st, L);
-  st->legacy_seen = v;
+  atomic_store_explicit(&st->legacy_seen, v, memory_order_release); /* as blocking_seen */
 }
 
 void pg_host_learn(uint32_t id, uint64_t seq) {
@@ -520,8 +524,9 @@ static bool legacy_join_covers(const pg_stream_t *st, const pg_acc_t *a) {
   }
   /* The legacy stream: after the device's blocking streams' work, and all they were ordered
    * after. A walk of the streams, but only for an access that neither st's clock nor the host
-   * is ordered after (collect asks the host first): one a report will name, most often. */
+   * is ordered after: one a report will name, most often. */
   if (a->blocking && a->pub.device == device) return true; /* on one of them */
+  if (pg_acc_ordered(a)) return false; /* collect's next test: no walk for it */
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
   for (unsigned id = 1; id < n; id++) {
     const pg_stream_t *b = pg_stream_by_id(id);
@@ -815,7 +820,15 @@ static void host_learn_pairs(const pg_clock_pair_t *p, size_t n) {
 /* ---- happens-before entry points ------------------------------------------------------------- */
 void pg_hb_enqueue(cudaStream_t s) {
   pg_stream_t *st = pg_stream_get(s);
-  if (!pg_stream_tracked(st)) return;
+  if (!pg_stream_tracked(st) || !LD(st->blocking)) return;
+  /* Nothing new on the other side of the implicit order since st last joined it: no lock. */
+  int device = LD(st->device);
+  if (LD(st->legacy)
+          ? atomic_load_explicit(&pg_blocking_version[device], memory_order_relaxed) ==
+                atomic_load_explicit(&st->blocking_seen, memory_order_acquire)
+          : atomic_load_explicit(&pg_legacy_version[device], memory_order_relaxed) ==
+                atomic_load_explicit(&st->legacy_seen, memory_order_acquire))
+    return;
   pg_lock(&st->mu);
   pg_stream_legacy_sync(st);
   pg_unlock(&st->mu);

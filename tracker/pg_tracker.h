@@ -251,9 +251,14 @@ void pg_hb_poll_flags(void);
 void pg_hb_access_waited(const pg_access_t *a);
 void pg_hb_event_destroyed(cudaEvent_t e);
 void pg_hb_stream_destroyed(cudaStream_t s);
-/* Untracked work enqueued on s (a kernel with no host pointer, a memset): needed only for the
- * legacy default stream's implicit ordering. */
+/* Untracked work enqueued on s (a kernel with no host pointer, a device-to-device copy): needed
+ * only for the legacy default stream's implicit ordering, on the legacy stream or a blocking
+ * stream. */
 void pg_hb_enqueue(cudaStream_t s);
+/* Set once pinguard met some device's legacy stream (an op, a synchronize or a query there):
+ * until then it holds no work pinguard knows of, an untracked op on another stream has nothing
+ * to join there, and costs only this load (pg_untracked_op). */
+extern _Atomic bool pg_hb_legacy_used;
 /* Host syncs come in two halves, because other threads may enqueue while the call blocks: the
  * snapshot (thread-local) is taken before the real call and learned after it succeeded. */
 void pg_hb_sync_prepare(cudaStream_t s);      /* before cudaStreamSynchronize / cudaStreamQuery */

@@ -209,8 +209,9 @@ struct pg_stream {
   _Atomic(pg_clock_tab_t *) clk;
   _Atomic unsigned long learn_mark; /* pg_hb_sync_done: retired once per sync */
   atomic_bool trim_pending;    /* idle events left for the next host sync to trim */
-  uint64_t legacy_seen;        /* legacy stream clock version last joined */
-  uint64_t blocking_seen;      /* the legacy stream's: its device's blocking-stream version last
+  _Atomic uint64_t legacy_seen; /* legacy stream clock version last joined (read unlocked by
+                                 * pg_hb_enqueue's first test) */
+  _Atomic uint64_t blocking_seen; /* the legacy stream's: its device's blocking-stream version last
                                 * joined (UINT64_MAX: none yet) */
   pg_acc_t *fifo_head, *fifo_tail;
   /* The FIFO in three parts: from fifo_head, accesses seen complete but not yet ordered before

@@ -36,7 +36,8 @@
   X(OPEN)    /* - : opens every gate */                                                      \
   X(HOSTFN)  /* stream slot off len: a host function that reads the bytes */                \
   X(CPU)     /* write slot off len val: a CPU read (write=0) or write of the bytes */        \
-  X(SETDEV)  /* device: cudaSetDevice (--devices N only) */
+  X(SETDEV)  /* device: cudaSetDevice (--devices N only) */                                \
+  X(DEVOP)   /* stream api(0 kernel, 1 copy) src dst len: device bytes only (--blocking only) */
 
 enum fz_code {
 #define FZ_ENUM(n) FZ_##n,

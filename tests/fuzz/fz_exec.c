@@ -1086,6 +1086,41 @@ static void op_kern(int i, const fz_op_t *o, uint64_t opened) {
   else memcpy(hm, dm, n);
 }
 
+/* An op of stream s on device bytes only (a kernel between two device ranges, or a
+ * device-to-device copy): pinguard tracks nothing, and the legacy stream's implicit order places
+ * it all the same. */
+static void op_devop(int i, const fz_op_t *o) {
+  int s = sidx(o->a[0]), api = o->a[1] % 2;
+  long src = o->a[2], dst = o->a[3], len = o->a[4];
+  if (src < 0 || dst < 0 || len <= 0 || src + len > FZ_DEVBYTES || dst + len > FZ_DEVBYTES ||
+      (src < dst + len && dst < src + len))
+    return;
+  unsigned char *from = M.dev[s] + src, *to = M.dev[s] + dst;
+  cudaError_t err;
+  if (api == 0) {
+    if (t_dev != sdev(s)) { /* a kernel runs on the current device: its stream's */
+      if ((err = cudaSetDevice(sdev(s))) != cudaSuccess) {
+        fail("error", i, "cudaSetDevice failed: %s", cudaGetErrorName(err));
+        return;
+      }
+      t_dev = sdev(s);
+    }
+    size_t n = (size_t)len;
+    int val = 0, kind = 1; /* dev = "host": here another device range */
+    void *args[] = {&from, &to, &n, &val, &kind};
+    err = cudaLaunchKernel((const void *)fz_kernel, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0,
+                           S(s));
+  } else {
+    err = cudaMemcpyAsync(to, from, (size_t)len, cudaMemcpyDeviceToDevice, S(s));
+  }
+  if (err != cudaSuccess) {
+    fail("error", i, "a device-only op failed: %s", cudaGetErrorName(err));
+    return;
+  }
+  stream_advance(s);
+  memcpy(M.devmodel[s] + dst, M.devmodel[s] + src, (size_t)len);
+}
+
 static void op_cpu(int i, const fz_op_t *o, uint64_t opened) {
   bool write = o->a[0] & 1;
   buf_t *b = &M.b[o->a[1] % M.cfg->slots + t_base_b];
@@ -1201,6 +1236,7 @@ static void exec_op(int i) {
     case FZ_FREE: op_free(i, o, opened); break;
     case FZ_COPY: op_copy(i, o, opened); break;
     case FZ_KERN: op_kern(i, o, opened); break;
+    case FZ_DEVOP: op_devop(i, o); break;
     case FZ_CPU: op_cpu(i, o, opened); break;
     case FZ_HOSTFN: op_hostfn(i, o); break;
     case FZ_EVREC: {

@@ -104,6 +104,9 @@ void fz_generate(uint64_t seed, const fz_cfg_t *cfg, fz_ops_t *out) {
   /* Several devices: threads switch devices, and each device's synchronize orders only its own
    * streams, so it gets more weight. One device draws exactly the sequences it always did. */
   if (cfg->devices > 1) w[FZ_SETDEV] = 4, w[FZ_DSYNC] = 4;
+  /* Blocking streams: ops that touch no pinned memory, which pinguard tracks nothing for but the
+   * legacy stream's implicit order still places (only then, so other runs draw as they did). */
+  if (cfg->blocking) w[FZ_DEVOP] = 5;
   int total = 0;
   for (int i = 0; i < FZ_NCODES; i++) {
     if (cfg->excluded[i]) w[i] = 0;
@@ -188,6 +191,15 @@ void fz_generate(uint64_t seed, const fz_cfg_t *cfg, fz_ops_t *out) {
       case FZ_ESYNC: case FZ_EQUERY: op.a[0] = below(&r, cfg->events); break;
       case FZ_DSYNC: case FZ_OPEN: break;
       case FZ_SETDEV: op.a[0] = below(&r, cfg->devices); break;
+      case FZ_DEVOP: { /* two disjoint ranges of the stream's device scratch */
+        int len = (int)FZ_PAGE * (1 + below(&r, 2)), half = FZ_DEVBYTES / 2;
+        op.a[0] = s, op.a[1] = below(&r, 2);
+        op.a[2] = below(&r, (half - len) / (int)FZ_PAGE + 1) * (int)FZ_PAGE;
+        op.a[3] = half + below(&r, (half - len) / (int)FZ_PAGE + 1) * (int)FZ_PAGE;
+        if (below(&r, 2)) { int t = op.a[2]; op.a[2] = op.a[3], op.a[3] = t; }
+        op.a[4] = len;
+        break;
+      }
       case FZ_HOSTFN: {
         int off, len;
         pick_range(&r, size, below(&r, 2) ? (int)FZ_PAGE : 64, 1, &off, &len);
