@@ -184,8 +184,7 @@ static pg_stream_t *stream_new(cudaStream_t h, bool blocking, bool legacy, int d
   }
   st->handle = h;
   ST(st->device, device);
-  ST(st->legacy_seen, 0);
-  ST(st->blocking_seen, UINT64_MAX);
+  ST(st->joined_version, legacy ? UINT64_MAX : 0);
   st->recycled = false;
   st->next_free = NULL;
   ST(st->blocking, blocking);
@@ -453,33 +452,43 @@ static void join_pairs(pg_stream_t *st, const pg_clock_pair_t *p, size_t n) {
 }
 
 /* The implicit ordering holds among the streams of one device: a device's legacy stream and its
- * blocking streams. Another device's legacy stream orders nothing here. (st is blocking: the
- * inline pg_stream_legacy_sync tested it.) */
+ * blocking streams. Another device's legacy stream orders nothing here. */
+
+/* The version of the other side of blocking stream st's implicit order, which
+ * pg_stream_clock_changed moves: for the legacy stream its device's blocking streams', for any
+ * other its device's legacy stream's. */
+static inline uint64_t implicit_version(const pg_stream_t *st) {
+  int device = LD(st->device);
+  return atomic_load_explicit(LD(st->legacy) ? &pg_blocking_version[device]
+                                             : &pg_legacy_version[device],
+                              memory_order_relaxed);
+}
+
+/* Whether b (an id's stream, NULL when none) is one of the blocking streams whose work legacy
+ * stream L's ops wait for: one of L's device, L left out. A destroyed one's work still runs. */
+static inline bool legacy_peer(const pg_stream_t *b, const pg_stream_t *L) {
+  return b && b != L && LD(b->blocking) && LD(b->device) == LD(L->device);
+}
+
+/* (st is blocking: the inline pg_stream_legacy_sync tested it.) */
 void pg_stream_legacy_sync_blocking(pg_stream_t *st) {
-  unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
+  /* Read before the joins: a clock that moves during them moves the version again. */
+  uint64_t v = implicit_version(st);
+  if (v == LD(st->joined_version)) return; /* nothing moved on the other side: nothing to join */
   if (LD(st->legacy)) { /* legacy work waits for all prior work on its device's blocking streams */
-    /* Read before the joins: a clock that moves during them moves the version again. */
-    uint64_t v = atomic_load_explicit(&pg_blocking_version[LD(st->device)], memory_order_relaxed);
-    if (v == LD(st->blocking_seen)) return; /* no blocking stream's clock moved: nothing to join */
+    unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
     for (unsigned id = 1; id < n; id++) {
       pg_stream_t *b = pg_stream_by_id(id);
-      if (!b || b == st || !LD(b->blocking)) continue; /* destroyed ones' work still runs */
-      if (LD(b->device) != LD(st->device)) continue;
-      join_stream(st, b);
+      if (legacy_peer(b, st)) join_stream(st, b);
     }
-    /* After the joins, released: pg_hb_enqueue reads it without the lock. */
-    atomic_store_explicit(&st->blocking_seen, v, memory_order_release);
-    pg_stream_clock_changed(st);
-    return;
+  } else { /* blocking work waits for all prior work on its device's legacy stream */
+    pg_stream_t *L = atomic_load_explicit(&pg_legacy[LD(st->device)], memory_order_acquire);
+    if (!L) return;
+    join_stream(st, L);
   }
-  int device = LD(st->device);
-  pg_stream_t *L = atomic_load_explicit(&pg_legacy[device], memory_order_acquire);
-  if (!L) return;
-  (void)n;
-  uint64_t v = atomic_load_explicit(&pg_legacy_version[device], memory_order_relaxed);
-  if (v == LD(st->legacy_seen)) return; /* nothing new on the legacy stream: skip the join */
-  join_stream(st, L);
-  atomic_store_explicit(&st->legacy_seen, v, memory_order_release); /* as blocking_seen */
+  /* After the joins, released: pg_hb_enqueue reads it without the lock. */
+  atomic_store_explicit(&st->joined_version, v, memory_order_release);
+  if (LD(st->legacy)) pg_stream_clock_changed(st);
 }
 
 void pg_host_learn(uint32_t id, uint64_t seq) {
@@ -530,8 +539,7 @@ static bool legacy_join_covers(const pg_stream_t *st, const pg_acc_t *a) {
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
   for (unsigned id = 1; id < n; id++) {
     const pg_stream_t *b = pg_stream_by_id(id);
-    if (b && b != st && LD(b->blocking) && LD(b->device) == device && clock_covers(b, a))
-      return true;
+    if (legacy_peer(b, st) && clock_covers(b, a)) return true;
   }
   return false;
 }
@@ -822,12 +830,7 @@ void pg_hb_enqueue(cudaStream_t s) {
   pg_stream_t *st = pg_stream_get(s);
   if (!pg_stream_tracked(st) || !LD(st->blocking)) return;
   /* Nothing new on the other side of the implicit order since st last joined it: no lock. */
-  int device = LD(st->device);
-  if (LD(st->legacy)
-          ? atomic_load_explicit(&pg_blocking_version[device], memory_order_relaxed) ==
-                atomic_load_explicit(&st->blocking_seen, memory_order_acquire)
-          : atomic_load_explicit(&pg_legacy_version[device], memory_order_relaxed) ==
-                atomic_load_explicit(&st->legacy_seen, memory_order_acquire))
+  if (implicit_version(st) == atomic_load_explicit(&st->joined_version, memory_order_acquire))
     return;
   pg_lock(&st->mu);
   pg_stream_legacy_sync(st);
@@ -1008,12 +1011,11 @@ static bool sync_add_stream(thread_bufs_t *b, const pg_stream_t *st) {
 /* The legacy stream's synchronize (or query) covers the work already on its device's blocking
  * streams too: CUDA's text promises only the stream's own work, but an H200 waits for theirs
  * (bench/gpu/legacy_order.cu), so a program that relies on it races with nothing. */
-static void sync_add_blocking(thread_bufs_t *b, int device) {
+static void sync_add_blocking(thread_bufs_t *b, const pg_stream_t *L) {
   unsigned n = atomic_load_explicit(&pg_nids, memory_order_acquire);
   for (unsigned id = 1; id < n; id++) {
     const pg_stream_t *t = pg_stream_by_id(id);
-    if (!t || LD(t->legacy) || !LD(t->blocking) || LD(t->device) != device) continue;
-    if (!sync_add_stream(b, t)) return;
+    if (legacy_peer(t, L) && !sync_add_stream(b, t)) return;
   }
 }
 
@@ -1027,7 +1029,7 @@ void pg_hb_sync_prepare(cudaStream_t s) {
   if (pairs_reserve(&b->sync, pg_clock_len(st)))
     b->sync.n = pg_clock_copy(st, b->sync.p, b->sync.cap);
   pg_unlock(&st->mu);
-  if (LD(st->legacy)) sync_add_blocking(b, LD(st->device));
+  if (LD(st->legacy)) sync_add_blocking(b, st);
 }
 
 /* cudaDeviceSynchronize waits for the current device's streams only (its default streams and

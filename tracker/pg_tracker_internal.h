@@ -209,10 +209,11 @@ struct pg_stream {
   _Atomic(pg_clock_tab_t *) clk;
   _Atomic unsigned long learn_mark; /* pg_hb_sync_done: retired once per sync */
   atomic_bool trim_pending;    /* idle events left for the next host sync to trim */
-  _Atomic uint64_t legacy_seen; /* legacy stream clock version last joined (read unlocked by
-                                 * pg_hb_enqueue's first test) */
-  _Atomic uint64_t blocking_seen; /* the legacy stream's: its device's blocking-stream version last
-                                * joined (UINT64_MAX: none yet) */
+  /* The version of the other side of the legacy stream's implicit order (implicit_version) st
+   * last joined: a blocking stream's, its legacy stream's; the legacy stream's, its device's
+   * blocking streams' (UINT64_MAX: none yet). Released after the joins: pg_hb_enqueue reads it
+   * without the lock. */
+  _Atomic uint64_t joined_version;
   pg_acc_t *fifo_head, *fifo_tail;
   /* The FIFO in three parts: from fifo_head, accesses seen complete but not yet ordered before
    * the host (ndone of them); from run_head (NULL: none), those that may still be running, each
