@@ -1041,6 +1041,19 @@ static void op_copy(int i, const fz_op_t *o, uint64_t opened) {
   }
 }
 
+/* A kernel runs on the current device: before op i launches one on stream s, its stream's
+ * device is made current. False (op i failed) when it cannot be. */
+static bool to_stream_device(int i, int s) {
+  if (t_dev == sdev(s)) return true;
+  cudaError_t err = cudaSetDevice(sdev(s));
+  if (err != cudaSuccess) {
+    fail("error", i, "cudaSetDevice failed: %s", cudaGetErrorName(err));
+    return false;
+  }
+  t_dev = sdev(s);
+  return true;
+}
+
 static void op_kern(int i, const fz_op_t *o, uint64_t opened) {
   int kind = o->a[0] % 3, s = sidx(o->a[1]), val = o->a[6] & 0xff;
   int api = (o->a[6] >> 8) % 3;
@@ -1058,13 +1071,7 @@ static void op_kern(int i, const fz_op_t *o, uint64_t opened) {
   size_t n = (size_t)len;
   void *args[] = {&h, &dv, &n, &val, &kind};
   cudaError_t err;
-  if (t_dev != sdev(s)) { /* a kernel runs on the current device: its stream's */
-    if ((err = cudaSetDevice(sdev(s))) != cudaSuccess) {
-      fail("error", i, "cudaSetDevice failed: %s", cudaGetErrorName(err));
-      return;
-    }
-    t_dev = sdev(s);
-  }
+  if (!to_stream_device(i, s)) return;
   if (api == 0) {
     err = cudaLaunchKernel((const void *)fz_kernel, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, S(s));
   } else if (api == 1) {
@@ -1098,13 +1105,7 @@ static void op_devop(int i, const fz_op_t *o) {
   unsigned char *from = M.dev[s] + src, *to = M.dev[s] + dst;
   cudaError_t err;
   if (api == 0) {
-    if (t_dev != sdev(s)) { /* a kernel runs on the current device: its stream's */
-      if ((err = cudaSetDevice(sdev(s))) != cudaSuccess) {
-        fail("error", i, "cudaSetDevice failed: %s", cudaGetErrorName(err));
-        return;
-      }
-      t_dev = sdev(s);
-    }
+    if (!to_stream_device(i, s)) return;
     size_t n = (size_t)len;
     int val = 0, kind = 1; /* dev = "host": here another device range */
     void *args[] = {&from, &to, &n, &val, &kind};

@@ -20,13 +20,12 @@
  *     queued on a blocking stream first waits for all work already queued on its device's legacy
  *     stream. Both are implemented as dependencies snapshotted *before* the op is published, which
  *     keeps the dependency graph acyclic without a global lock. Devices never order against each
- *     other implicitly.
+ *     other implicitly. A cudaStreamWaitEvent is such an op only on the legacy stream, and only
+ *     for an event with a record: a wait on a blocking stream, or for an event never recorded,
+ *     waits for nothing implicitly (as measured on an H200: bench/gpu/legacy_order.cu).
  *   - cudaStreamPerThread, and handle 0 in the _ptsz/_ptds entry points, name the calling thread's
  *     per-thread default stream of its current device: a blocking stream created on first use and
  *     destroyed (after its work drains) when the thread exits.
- *     A cudaStreamWaitEvent is an op of this kind only on the legacy stream, and only for an
- *     event with a record: a wait on a blocking stream, or for an event never recorded, waits
- *     for nothing implicitly (as measured on an H200: bench/gpu/legacy_order.cu).
  *   - cudaStreamSynchronize on the legacy stream waits for a marker queued on it, so it also waits
  *     for earlier work on blocking streams, and cudaStreamQuery on it answers cudaErrorNotReady
  *     while such work runs: as an H200 does, though CUDA's text promises only the stream's own.
