@@ -4,11 +4,13 @@
 # per thread, and takes the difference of the instruction counts (Ir) over the difference in
 # copies (the marginal cost, free of start-up and exit), three ways: the runtime alone, the
 # runtime plus one cudaEventRecord per copy, and under pinguard in audit (guard=0). Then
-#   added_instr_per_copy = pinguard - runtime_record
-# is what pinguard costs beyond the completion event that any completion tracking pays.
+#   added_instr_per_copy = pinguard - (runtime + record / every)
+# is what pinguard costs beyond the completion events that any completion tracking pays: one
+# per `every` accesses of a stream (audit_event_every in audit, 16 by default; 1 in enforce).
+# The JSON's runtime_record and record are a whole record per copy, as measured.
 #   bench/instr.sh [--case copy|scale|launch] [--api runtime|driver] [--threads T] [--copies N]
 #                  [--nofp] [--rotate R] [--params P] [--pinned] [--mode audit|enforce] [--budget B]
-#                  [--profile DIR]
+#                  [--event-every K] [--profile DIR]
 #     --case copy   (default) bench_copy: T threads (default 1), each its own stream, 4 KiB
 #                   host->device cudaMemcpyAsync; N defaults to 8192
 #     --rotate R    (case copy) each copy reads the next of R pinned buffers (one region each),
@@ -22,6 +24,8 @@
 #                   so its added_instr_per_copy is measured against the runtime alone (no event
 #                   record); with --pinned against runtime + record, as copies are
 #     --mode M      pinguard's mode (default audit)
+#     --event-every K  (audit) run pinguard with audit_event_every=K (default: the option's
+#                   default), and count K accesses per completion event in the floor
 #     --api driver  the copies are the driver's cuMemcpyHtoDAsync_v2 instead (case copy; the
 #                   baseline's event record stays the runtime's cudaEventRecord, which is what
 #                   pinguard's completion event costs in either layer)
@@ -56,7 +60,8 @@
 #     --profile DIR keep the callgrind files in DIR and write DIR/profile.CASE.tT.md
 #                   (bench/instr_profile.py): the marginal inclusive and self instructions per
 #                   copy of each pinguard function, and the self instructions per copy of every
-#                   function, audit minus runtime + record
+#                   function, audit minus runtime + record (minus the runtime alone where
+#                   pinguard records an event per several accesses: its share is then included)
 # Each count leaves out the thread hand-off (the C library's waits and wakes, whose number
 # depends on how the scheduler interleaved the threads) and charges the C library's allocator a
 # flat 100 instructions per call (what a call costs moves with the heap's layout; see
@@ -76,6 +81,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 case=copy api=runtime threads=1 copies="" budget="" profile="" regions=100000 inflight=10000
 nofp=0 params=16 pinned=0 pgmode=audit rotate=1 streams=1024 devices="" op=copy ratio_budget=""
+event_every=""
 while [ $# -gt 0 ]; do
   case $1 in
     --case) case=$2; shift 2 ;;
@@ -95,6 +101,7 @@ while [ $# -gt 0 ]; do
     --params) params=$2; shift 2 ;;
     --pinned) pinned=1; shift ;;
     --mode) pgmode=$2; shift 2 ;;
+    --event-every) event_every=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set /p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "instr.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -160,6 +167,17 @@ vgopts=()
   { simenv=(SIMCUDA_DEVICES="$devices" SIMCUDA_DEVICE_MB=64); vgopts=(--max-threads=$((streams + 64))); }
 devices=${devices:-1}
 case $pgmode in audit|enforce) ;; *) echo "instr.sh: --mode audit|enforce" >&2; exit 2 ;; esac
+# The completion events pinguard records per access: enforce one each; audit one per
+# audit_event_every (--event-every, else the option's default, read from its definition).
+if [ "$pgmode" = enforce ]; then
+  every=1
+elif [ -n "$event_every" ]; then
+  every=$event_every
+  pgopts=${pgopts:+$pgopts:}audit_event_every=$every
+else
+  every=$(sed -n 's/^OPT(uint, *audit_event_every, *\([0-9]*\),.*/\1/p' "$root/policy/pg_options.inc")
+fi
+case $every in ''|*[!0-9]*|0) echo "instr.sh: no event count per access (--event-every N, N >= 1)" >&2; exit 2 ;; esac
 case $api in runtime|driver) ;; *) echo "instr.sh: --api runtime|driver" >&2; exit 2 ;; esac
 [ "$api" = runtime ] || [ "$case" = copy ] || { echo "instr.sh: --api driver needs --case copy" >&2; exit 2; }
 out=$(mktemp -d "${TMPDIR:-/tmp}/pg-instr.XXXXXX")
@@ -202,7 +220,10 @@ runtime=$(marginal none)
 record=$runtime
 [ "$untracked" = 1 ] || record=$(marginal record)
 audit=$(marginal audit)
-base=$record
+# pinguard records one completion event per `every` accesses of a stream (audit_event_every in
+# audit, 1 in enforce): the floor holds that share of the record's marginal cost (a record costs
+# the same every time, so 1/every of them costs 1/every as much).
+base=$(awk -v n="$runtime" -v r="$record" -v k="$every" 'BEGIN {printf "%.1f", n + (r - n) / k}')
 [ "$untracked" = 0 ] || base=$runtime
 added=$(awk -v a="$audit" -v r="$base" 'BEGIN {printf "%.1f", a - r}')
 geometry=""
@@ -218,16 +239,19 @@ printf '{"bench":"instr","case":"%s","api":"%s","threads":%s,%s"copies":[%s,%s],
 rec_only=$(awk -v r="$record" -v n="$runtime" 'BEGIN {printf "%.1f", r - n}')
 allocs=$(awk -v a="$(cat "$out/allocs.$copies")" -v b="$(cat "$out/allocs.$long")" \
   -v n=$(((long - copies) * per_run)) 'BEGIN {printf "%.3f", (b - a) / n}')
-printf '"runtime":%s,"runtime_record":%s,"audit":%s,"record":%s,"added_instr_per_copy":%s,' \
-  "$runtime" "$record" "$audit" "$rec_only" "$added"
+printf '"runtime":%s,"runtime_record":%s,"audit":%s,"record":%s,"event_every":%s,' \
+  "$runtime" "$record" "$audit" "$rec_only" "$every"
+printf '"added_instr_per_copy":%s,' "$added"
 ratio=$(awk -v a="$audit" -v r="$base" 'BEGIN {printf "%.3f", a / r}')
 case $case in pylaunch|torchcopy) printf '"ratio":%s,' "$ratio" ;; esac
 printf '"pinguard_allocs_per_copy":%s}\n' "$allocs"
 
 if [ -n "$profile" ]; then
   f=$profile/callgrind.$case.t$threads
-  floor=record # the baseline the figure is measured against: runtime + record, or the runtime
-  [ "$untracked" = 0 ] || floor=none
+  # The baseline the figure is measured against: runtime + record, or the runtime (also where
+  # pinguard records fewer events than accesses: the profile then includes its share of them).
+  floor=record
+  [ "$untracked" = 0 ] && [ "$every" = 1 ] || floor=none
   python3 "$here/instr_profile.py" profile --copies $(((long - copies) * per_run)) \
     "$f.audit.$copies" "$f.audit.$long" --base "$f.$floor.$copies" "$f.$floor.$long" \
     >"$profile/profile.$case.t$threads.md"

@@ -131,12 +131,12 @@ assert d["runtime"] > 500 and d["record"] > 200 and d["added_instr_per_copy"] > 
          # 16 and of 64 pointer parameters, none pinned, in audit and in enforce, at most
          # BENCH_INSTR_BUDGET_LAUNCH16 and BENCH_INSTR_BUDGET_LAUNCH64 (against the runtime
          # alone: such a launch is tracked by nothing); a launch with one pinned parameter at
-         # most BENCH_INSTR_BUDGET_LAUNCH_PINNED (beyond the runtime's event record, as copies);
+         # most BENCH_INSTR_BUDGET_LAUNCH_PINNED (beyond the runtime's event records, as copies);
          # a Python loop launching the 16-parameter kernel through ctypes, default options, at
          # most BENCH_PYLAUNCH_RATIO times the loop's instructions without pinguard (and the
          # 16-parameter launch's budget per launch); the same loop with the first parameter
          # pinned (12 Python frames per tracked launch) at most BENCH_INSTR_BUDGET_PYLAUNCH_PINNED
-         # beyond the runtime's event record.
+         # beyond the runtime's event records.
     instr_budgets 500 "--nofp --copies 4096|${BENCH_INSTR_BUDGET_NOFP:?}" \
       "--case launch --params 16|${BENCH_INSTR_BUDGET_LAUNCH16:?}" \
       "--case launch --params 16 --mode enforce|$BENCH_INSTR_BUDGET_LAUNCH16" \

@@ -183,6 +183,17 @@ static size_t run_probe(const probe_t *q, pg_access_t *out, size_t cap) {
   return pg_inflight_query(q->p, q->n, q->kind == PROBE_WRITES, out, cap);
 }
 
+/* The accesses of found[0, have) begun without a completion event of their own (audit records
+ * one per audit_event_every accesses of a stream): each is given the event its completion can be
+ * asked of (pg_access_cover), and whether it completed, for the report's wording and a silent
+ * wait (the others count as running). Never in the fault handler: it finds only guarded
+ * accesses, which hold their own. */
+static void cover_found(pg_access_t *found, size_t have, unsigned flags) {
+  if (flags & PG_REPORT_FROM_SIGNAL) return;
+  for (size_t i = 0; i < have; i++)
+    if (!found[i].event && !found[i].completed) (void)pg_access_cover(&found[i], may_wait());
+}
+
 /* The accesses of found[0, have) still running (the others completed: unordered all the same,
  * but there is nothing left to wait for). */
 static bool any_running(const pg_access_t *found, size_t have) {
@@ -198,6 +209,7 @@ typedef enum wait_result { WAIT_DONE, WAIT_FAILED, WAIT_TIMED_OUT } wait_result_
  * doubling to 320 us between polls (nanosleep: safe in the fault handler). WAIT_FAILED: the
  * event itself answered an error, so the access may still be running. */
 static wait_result_t wait_bounded(const pg_access_t *a, uint64_t t0) {
+  if (!a->event) return WAIT_FAILED; /* none could be had (cover_found) */
   uint64_t limit_ms = pg_policy_options()->max_wait_ms;
   if (!limit_ms) return pg_access_wait(a) ? WAIT_DONE : WAIT_FAILED;
   uint64_t deadline = t0 + limit_ms * 1000000ull;
@@ -230,6 +242,7 @@ static wait_result_t wait_running(const probe_t *q, pg_access_t *found, size_t h
   for (size_t left = total; left > have && r == WAIT_DONE;) {
     left = probe_find(q, PG_FIND_RUNNING, found, cap);
     have = left < cap ? left : cap;
+    cover_found(found, have, 0);
     for (size_t i = 0; i < have && r == WAIT_DONE; i++) r = wait_bounded(&found[i], t0);
   }
   *waited = pg_clock_ns() - t0;
@@ -248,6 +261,8 @@ static int settle(pg_report_kind_t kind, const probe_t *q, const char *access_wh
   if (total == 0) return 0;
   pg_stat_add(PG_STAT_CONFLICTS, total);
   size_t have = total < cap ? total : cap;
+  /* A silent wait waits for each; a report shows the first few. */
+  cover_found(found, silent || have < PG_REPORT_MAX_GPU ? have : PG_REPORT_MAX_GPU, flags);
   for (size_t i = 0; i < have; i++)
     if (found[i].completed) pg_stat_inc(PG_STAT_CONFLICTS_COMPLETED);
   pg_action_t action = PG_ACTION_NONE;
@@ -322,6 +337,8 @@ bool pg_decide_start(const pg_devops_t *ops) {
   pg_policy_python_stacks();
   pg_tracker_set_stat_hook(count_tracker_stat);
   pg_tracker_set_unordered_cap((size_t)pg_policy_options()->max_unordered);
+  /* Enforce waits for exactly the conflicting work: an event per access. */
+  pg_tracker_set_event_every(enforcing() ? 1 : (unsigned)pg_policy_options()->audit_event_every);
   if (pg_policy_guard()) {
     void *warm[4];
     backtrace(warm, 4); /* loads the unwinder now, never in the fault handler */

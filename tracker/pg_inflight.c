@@ -386,6 +386,29 @@ static inline bool piece_hooked(bool hook, size_t region_size) {
   return hook && region_size >= pg_hook_min_region;
 }
 
+/* st->mu held: the completion event of a piece about to be begun on c's stream into *ev, or NULL
+ * when it records none: one piece in pg_event_every does, and the others complete with the next
+ * that does. A guarded piece always does: the fault handler that reports it can record none later
+ * (pg_access_cover), and its buffer is large enough that one event is cheap beside it. Recorded
+ * under the stream's lock, so the FIFO's order is the events' order on the stream, which
+ * completion and retirement rely on. False when no event could be had. */
+static inline __attribute__((always_inline)) bool piece_event(begin_ctx_t *c, bool hooked,
+                                                              cudaEvent_t *ev) {
+  pg_stream_t *st = c->st;
+  *ev = NULL;
+  if (pg_event_every > 1 && !hooked && st->unmarked + 1 < pg_event_every) {
+    st->unmarked++;
+    return true;
+  }
+  if (!pg_stream_take_event(st, ev)) return false;
+  if (pg_ops.event_record(*ev, c->stream) != PG_DEV_OK) {
+    pg_stream_give_event(st, *ev);
+    return false;
+  }
+  st->unmarked = 0;
+  return true;
+}
+
 /* st->mu held: one piece [lo, hi) of region hit h, recorded on the stream and put on its FIFO
  * (indexed on the region's owner list, or left PG_IN_PENDING for begin_finish). NULL when no
  * record or event could be had: the piece, and any after it, is not tracked. */
@@ -395,17 +418,9 @@ static inline __attribute__((always_inline)) pg_acc_t *begin_piece(begin_ctx_t *
   pg_stream_t *st = c->st;
   pg_acc_t *a = pg_stream_alloc_acc(st);
   if (!a) return NULL;
+  bool hooked = piece_hooked(c->hook, h->end - h->base);
   cudaEvent_t ev;
-  if (!pg_stream_take_event(st, &ev)) {
-    a->fifo_next = st->free_accs;
-    st->free_accs = a;
-    st->nfree_accs++;
-    return NULL;
-  }
-  /* Recorded under the stream's lock, so the FIFO's order is the events' order on the stream,
-   * which retirement relies on. */
-  if (pg_ops.event_record(ev, c->stream) != PG_DEV_OK) {
-    pg_stream_give_event(st, ev);
+  if (!piece_event(c, hooked, &ev)) {
     a->fifo_next = st->free_accs;
     st->free_accs = a;
     st->nfree_accs++;
@@ -430,7 +445,8 @@ static inline __attribute__((always_inline)) pg_acc_t *begin_piece(begin_ctx_t *
   a->pub.device = LD(st->device);
   a->pub.seq = seq;
   a->pub.event = ev;
-  a->has_event = true;
+  a->has_event = ev != NULL;
+  atomic_store_explicit(&a->late_event, NULL, memory_order_relaxed);
   atomic_store_explicit(&a->done_stamp, 0, memory_order_relaxed);
   a->pub.enqueue_stamp = c->t;
   a->pub.region_base = h->base;
@@ -444,7 +460,6 @@ static inline __attribute__((always_inline)) pg_acc_t *begin_piece(begin_ctx_t *
   if (__builtin_expect(c->shape != NULL, 0)) a->shape = *c->shape;
   atomic_store_explicit(&a->hooked, false, memory_order_relaxed);
   /* Without a begin hook to run, retirement may take it as soon as it is indexed. */
-  bool hooked = piece_hooked(c->hook, a->pub.region_size);
   c->hooked |= hooked;
   atomic_store_explicit(&a->ready, !hooked, memory_order_relaxed);
   a->region = h->rec;
@@ -688,6 +703,7 @@ static void collect(pg_acc_t *a, void *ctx) {
   if (c->total < c->cap) {
     pg_access_t *o = &c->out[c->total];
     *o = a->pub;
+    if (!o->event) o->event = atomic_load_explicit(&a->late_event, memory_order_acquire);
     /* Reported all the same; whether it still runs decides only what enforce waits for. */
     o->completed = pg_acc_done(a);
     o->completed_stamp = o->completed ? atomic_load_explicit(&a->done_stamp, memory_order_acquire)
@@ -819,6 +835,7 @@ void pg_access_unguard(const pg_access_t *a) {
 
 bool pg_access_wait(const pg_access_t *a) {
   if (a->completed) return true;
+  if (!a->event) return false;
   /* The event may have been recycled since: only for a later access on the same stream (pools
    * are per stream, reused once an access completed), so waiting on it still covers *a. The
    * wait teaches the host nothing: pinguard's own waits order nothing (a later check still
@@ -826,6 +843,61 @@ bool pg_access_wait(const pg_access_t *a) {
   if (pg_ops.event_synchronize(a->event) != PG_DEV_OK) return false;
   pg_stream_t *st = pg_stream_by_id(a->stream_id);
   if (st) pg_stream_retire(st, 0);
+  return true;
+}
+
+/* st->mu held, a on st's FIFO, not known complete: the event a's completion can be asked of
+ * (pg_access_cover), recording one through `handle` (which names st on this thread) for the
+ * FIFO's newest access when no access from a on holds one and may_record. NULL when there is
+ * none. */
+static cudaEvent_t cover_locked(pg_stream_t *st, pg_acc_t *a, cudaStream_t handle,
+                                bool may_record) {
+  for (pg_acc_t *x = a; x; x = x->fifo_next)
+    if (x->has_event) return pg_acc_event(x);
+  pg_acc_t *t = st->fifo_tail;
+  cudaEvent_t ev;
+  if (!may_record || pg_t_in_hostfn || LD(st->dead) || !pg_stream_take_event(st, &ev))
+    return NULL;
+  /* Under the lock, so that the FIFO's order stays the events' order on the stream. */
+  if (pg_ops.event_record(ev, handle) != PG_DEV_OK) {
+    pg_stream_give_event(st, ev);
+    return NULL;
+  }
+  atomic_store_explicit(&t->late_event, ev, memory_order_release);
+  t->has_event = true;
+  st->unmarked = 0;
+  return ev;
+}
+
+bool pg_access_cover(pg_access_t *a, bool may_record) {
+  if (a->event || a->completed) return true;
+  pg_stream_t *st = pg_stream_by_id(a->stream_id);
+  if (!st) return false;
+  /* Recorded only through a handle that names st on this thread: the default streams' handles
+   * name the calling thread's own per-thread stream, or its current device's legacy stream. */
+  if (may_record && pg_stream_get(a->stream) != st) may_record = false;
+  cudaEvent_t ev = NULL;
+  bool gone = true; /* no longer running */
+  uint64_t done = 0; /* its done_stamp */
+  pg_lock(&st->mu);
+  /* Among its stream's running accesses (in sequence order) while not seen complete; one that
+   * left them meanwhile completed (and may have retired since). */
+  for (pg_acc_t *x = st->run_head; x && x->pub.seq <= a->seq; x = x->fifo_next) {
+    if (x->pub.id != a->id) continue;
+    gone = false;
+    done = atomic_load_explicit(&x->done_stamp, memory_order_acquire);
+    if (!done) ev = cover_locked(st, x, a->stream, may_record);
+    break;
+  }
+  pg_unlock(&st->mu);
+  if (!gone && !done && !ev) return false;
+  a->event = ev;
+  /* As pg_access_wait: the event may since have been given back and recorded again, for a later
+   * access of the same stream, whose completion still implies a's. */
+  if (gone || done || (!pg_t_in_hostfn && pg_ops.event_query(ev) == PG_DEV_OK)) {
+    a->completed = true;
+    a->completed_stamp = done ? done : pg_stamp();
+  }
   return true;
 }
 

@@ -510,8 +510,10 @@ static inline void acc_mark_done(pg_acc_t *a, uint64_t stamp) {
 bool pg_acc_done_query(pg_acc_t *a) {
   if (pg_t_in_hostfn) return false; /* no CUDA call inside a host function */
   /* Once its event was given back a later access of the stream may have recorded it again: the
-   * answer is then that one's, which comes no earlier than this one's. */
-  if (pg_ops.event_query(a->pub.event) != PG_DEV_OK) return false;
+   * answer is then that one's, which comes no earlier than this one's. Without an event, only a
+   * poll that reached a later one knows (done_stamp). */
+  cudaEvent_t ev = pg_acc_event(a);
+  if (!ev || pg_ops.event_query(ev) != PG_DEV_OK) return false;
   acc_mark_done(a, done_stamp_of(pg_stamp()));
   return true;
 }
@@ -598,7 +600,7 @@ static void maybe_recycle(pg_stream_t *st) {
 /* st->mu held: a retired access's record (and its event, if it still holds one) go back to
  * st's pools. */
 static void recycle(pg_stream_t *st, pg_acc_t *a) {
-  if (a->has_event) pg_stream_give_event(st, a->pub.event);
+  if (a->has_event) pg_stream_give_event(st, pg_acc_event(a));
   a->fifo_next = st->free_accs;
   st->free_accs = a;
   st->nfree_accs++;
@@ -644,11 +646,19 @@ static inline __attribute__((always_inline)) bool acc_completed(pg_acc_t *a) {
   return pg_acc_ordered(a) || pg_acc_done(a);
 }
 
-/* How many of acc[0, k), consecutive running accesses of one stream, oldest first, acc[0]
- * known complete, have completed. A stream completes in order, so they are a prefix, and an
- * access found complete says so of every one before it: the newest is asked (a device that
- * caught up costs one event query however many completed), and a binary search between them
- * only where it has not completed. */
+/* Whether a poll can ask access a about its own completion: it holds an event, or the host or an
+ * earlier look already knows. (An access begun without an event, pg_event_every, completes with
+ * the next one on its stream that can be asked.) */
+static inline bool acc_answers(pg_acc_t *a) {
+  return a->has_event || pg_acc_ordered(a) ||
+         atomic_load_explicit(&a->done_stamp, memory_order_relaxed) != 0;
+}
+
+/* How many of acc[0, k), running accesses of one stream that can be asked (acc_answers), oldest
+ * first, acc[0] known complete, have completed. A stream completes in order, so they are a
+ * prefix, and an access found complete says so of every one before it: the newest is asked (a
+ * device that caught up costs one event query however many completed), and a binary search
+ * between them only where it has not completed. */
 static size_t completed_prefix(pg_acc_t *const *acc, size_t k) {
   if (k == 1 || acc_completed(acc[k - 1])) return k;
   size_t lo = 1, hi = k - 1; /* acc[lo - 1] completed, acc[hi] did not */
@@ -661,45 +671,50 @@ static size_t completed_prefix(pg_acc_t *const *acc, size_t k) {
 }
 
 /* st->mu held: the accesses from run_head on that have completed give their events back (up to
- * max, 0 = all). The oldest is asked first (a device still behind costs that one event query);
- * when it has completed, the ones after it a batch of COMPLETE_BATCH at a time
- * (completed_prefix asks a few of them). The ones no query answered for are stamped as found
- * complete now. Those the host is ordered after have completed without asking, and need no
- * stamp: they are never reported again. The batch is small because the fault handler retires,
- * perhaps on a program's small alternate signal stack; it covers a begin's poll at the shortest
- * gap (2 * POLL_GAP_MIN accesses, pg_inflight.c). */
+ * max, 0 = all). Only the accesses that can be asked count (acc_answers): the first of them is
+ * asked first (a device still behind costs that one event query); when it has completed, the
+ * ones after it a batch of COMPLETE_BATCH at a time (completed_prefix asks a few of them), and
+ * every access up to the last one found complete has completed. Those no query answered for are
+ * stamped as found complete now. Those the host is ordered after have completed without asking,
+ * and need no stamp: they are never reported again. The batch is small because the fault
+ * handler retires, perhaps on a program's small alternate signal stack; it covers a begin's poll
+ * at the shortest gap (2 * POLL_GAP_MIN accesses, pg_inflight.c) when every access has its
+ * event. */
 enum { COMPLETE_BATCH = 16 };
 size_t pg_stream_complete_locked(pg_stream_t *st, size_t max) {
   size_t n = 0;
   for (;;) {
-    pg_acc_t *head = st->run_head;
-    /* Not ready: still being begun by another thread; it completes next time. */
-    if (!head || (max && n >= max) || !atomic_load_explicit(&head->ready, memory_order_acquire) ||
-        !acc_completed(head))
-      break;
     pg_acc_t *acc[COMPLETE_BATCH];
-    size_t k = 0;
-    for (pg_acc_t *a = head; a && k < COMPLETE_BATCH && (!max || n + k < max); a = a->fifo_next) {
+    size_t k = 0, walked = 0;
+    /* Not ready: still being begun by another thread; it and those after it complete next
+     * time. */
+    for (pg_acc_t *a = st->run_head; a && k < COMPLETE_BATCH && (!max || n + walked < max);
+         a = a->fifo_next) {
       if (!atomic_load_explicit(&a->ready, memory_order_acquire)) break;
+      walked++;
+      if (!acc_answers(a)) continue;
+      if (!k && !acc_completed(a)) return n; /* the oldest that answers is still running */
       acc[k++] = a;
     }
+    if (!k) break;
     size_t done = completed_prefix(acc, k);
+    pg_acc_t *last = acc[done - 1];
     uint64_t now = 0;
-    for (size_t i = 0; i < done; i++) {
-      pg_acc_t *a = acc[i];
+    for (pg_acc_t *a = st->run_head;; a = a->fifo_next) {
       if (!pg_acc_ordered(a) && !atomic_load_explicit(&a->done_stamp, memory_order_relaxed)) {
         if (!now) now = done_stamp_of(pg_stamp());
         acc_mark_done(a, now);
       }
       if (a->has_event) {
-        pg_stream_give_event(st, a->pub.event);
+        pg_stream_give_event(st, pg_acc_event(a));
         a->has_event = false;
       }
       st->ndone++;
+      n++;
+      if (a == last) break;
     }
-    n += done;
-    st->run_head = done < k ? acc[done] : acc[k - 1]->fifo_next;
-    if (done < k) break;
+    st->run_head = last->fifo_next;
+    if (done < k || k < COMPLETE_BATCH) break;
   }
   return n;
 }

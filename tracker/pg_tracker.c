@@ -28,6 +28,9 @@ static void (*_Atomic g_stat_hook)(pg_tracker_stat_t, uint64_t);
 
 void pg_tracker_set_unordered_cap(size_t cap) { pg_unordered_cap = cap ? cap : 1; }
 
+unsigned pg_event_every = 1;
+void pg_tracker_set_event_every(unsigned every) { pg_event_every = every ? every : 1; }
+
 void pg_tracker_set_stat_hook(void (*fn)(pg_tracker_stat_t what, uint64_t n)) {
   atomic_store_explicit(&g_stat_hook, fn, memory_order_release);
 }

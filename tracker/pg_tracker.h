@@ -62,6 +62,11 @@ void pg_tracker_set_stat_hook(void (*fn)(pg_tracker_stat_t what, uint64_t n));
  * report: counted, never silent. */
 #define PG_UNORDERED_CAP_DEFAULT 4096
 void pg_tracker_set_unordered_cap(size_t cap);
+/* One completion event per `every` accesses of a stream (default 1, at least 1): each other
+ * access completes when the next one on its stream that holds an event does (a stream runs in
+ * order), and until one does its completion is not known (pg_access_cover). Pieces the begin
+ * hook guards always hold their own. Set before any access begins. */
+void pg_tracker_set_event_every(unsigned every);
 /* At most this many streams alive at once (default and upper bound 1,048,576; tests lower it to
  * reach the limit). A stream past it is not tracked: warned about once, its accesses counted
  * (PG_TRACKER_UNTRACKED), its conflict checks made as for a stream ordered after nothing. */
@@ -159,7 +164,8 @@ typedef struct pg_access {
   uint64_t seq;         /* position in the stream's order */
   cudaEvent_t event;    /* recorded on the stream right after the access was enqueued (once it
                          * completed, the stream may have recorded it again for a later access:
-                         * waiting on it still covers this one) */
+                         * waiting on it still covers this one); NULL for an access begun without
+                         * one (pg_tracker_set_event_every) until pg_access_cover finds one */
   uint64_t enqueue_stamp; /* pg_stamp() at the begin: pg_stamp_age_ns gives its age */
   uintptr_t region_base;
   size_t region_size;
@@ -206,8 +212,17 @@ size_t pg_access_find(pg_query_kind_t kind, unsigned flags, const void *p, size_
  * tracked, unordered, for every other check. */
 void pg_access_unguard(const pg_access_t *a);
 /* Blocks until the access *a completed (its event; at once when a->completed). Orders nothing:
- * the access stays unordered for the host. False: the event could not be waited for. */
+ * the access stays unordered for the host. False: the event could not be waited for (none:
+ * pg_access_cover first). */
 bool pg_access_wait(const pg_access_t *a);
+/* For a found access that holds no event (event NULL, not completed; pg_tracker_set_event_every):
+ * sets a->event to the event of the next access on its stream that has one, whose completion
+ * implies a's. With none yet and may_record (never in a signal handler, a host function or while
+ * any stream captures), records one now on a's stream, for the newest access there: it also
+ * covers whatever the stream enqueued since, so its completion may come later than a's. Then
+ * asks it, and sets a->completed when it completed (or a has retired meanwhile). True when
+ * a->event or a->completed is set. */
+bool pg_access_cover(pg_access_t *a, bool may_record);
 /* Each stream: gives back the events of accesses that completed (asks the oldest running one,
  * and when it completed, a few more: pg_stream_complete_locked), and retires those the host is
  * ordered after. */

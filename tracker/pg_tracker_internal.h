@@ -152,7 +152,12 @@ struct pg_acc {
    * them (pg_inflight.c, "shaped accesses"). */
   uint64_t hook_runs;
   atomic_bool ready;           /* indexed and its begin hook done: retirement may take it */
-  bool has_event;              /* still holds pub.event (st->mu): given back once seen complete */
+  /* Still holds its event (st->mu): pub.event, or late_event. Given back once seen complete.
+   * An access without one (pg_event_every) completes when the next one on its stream does. */
+  bool has_event;
+  /* The event pg_access_cover recorded for an access begun without one (NULL: none yet); written
+   * once under st->mu, read by queries holding only the region's lock. */
+  _Atomic(cudaEvent_t) late_event;
   /* pg_stamp() when pinguard first saw it complete (its event answered), 0 before. Seeing it
    * complete orders nothing: it stays tracked until the host is ordered after it (README,
    * "Ordered, not finished"). Set once, by whoever sees it first. */
@@ -217,8 +222,10 @@ struct pg_stream {
   pg_acc_t *fifo_head, *fifo_tail;
   /* The FIFO in three parts: from fifo_head, accesses seen complete but not yet ordered before
    * the host (ndone of them); from run_head (NULL: none), those that may still be running, each
-   * holding its event. Ordered ones leave from the head. */
+   * holding its event or completing with the next one that does. Ordered ones leave from the
+   * head. */
   pg_acc_t *run_head;
+  unsigned unmarked;           /* accesses begun without an event since the last one with one */
   size_t ndone;
   size_t evicted_pending;      /* evicted by the last retirement, for the counter after unlock */
   /* The latest flag write on this stream (pg_hb_flag_written) not yet seen: its word, value and
@@ -453,6 +460,13 @@ void pg_stream_retired(size_t done, size_t evicted);
 static inline bool pg_acc_ordered(const pg_acc_t *a) {
   return atomic_load_explicit(pg_host_clock_at(a->pub.stream_id), memory_order_relaxed) >=
          a->pub.seq;
+}
+/* One completion event per this many accesses of a stream (pg_tracker_set_event_every). */
+extern unsigned pg_event_every;
+/* The event a's completion can be asked of: its own, the one recorded late for it, or NULL (it
+ * completes with the next access on its stream that has one). */
+static inline cudaEvent_t pg_acc_event(pg_acc_t *a) {
+  return a->pub.event ? a->pub.event : atomic_load_explicit(&a->late_event, memory_order_acquire);
 }
 /* Whether access a has physically completed: seen so before (done_stamp), or its event answers
  * now (never inside a host function, where CUDA calls are forbidden). Teaches nothing: what

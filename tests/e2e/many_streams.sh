@@ -4,8 +4,8 @@
 #   bug: exactly one report, cpu-read-during-device-write, whose GPU access is on the last
 #     stream's device;
 #   fixed: no report;
-#   untracked: a copy whose completion event cannot be made counts in accesses_untracked, not
-#     in copies_tracked;
+#   untracked: a copy whose completion event cannot be made (audit_event_every=1) counts in
+#     accesses_untracked, not in copies_tracked;
 #   both: print_stats agrees with what was tracked: copies_tracked = the copies made (N+1),
 #     accesses_retired = the same (every device synchronized before exit), accesses_untracked 0,
 #     and no warning that a stream could not be tracked.
@@ -49,10 +49,11 @@ for mode in bug fixed; do
   ! grep -q "could not be tracked" "$tmp/$mode.err" || { fail "$mode: a stream was not tracked"; show "$mode"; }
 done
 
-# A copy that cannot be tracked (here pinguard's first completion event cannot be created) is
-# counted untracked, not tracked: 8 streams, 9 copies, one of them untracked.
+# A copy that cannot be tracked (here pinguard's first completion event cannot be created, with
+# an event after every access) is counted untracked, not tracked: 8 streams, 9 copies, one of
+# them untracked.
 LD_PRELOAD="$PG_PRELOAD" SIMCUDA_FAIL=cudaEventCreateWithFlags:1 \
-  PINGUARD_OPTIONS="mode=audit:guard=0:print_stats=1:exitcode=0" \
+  PINGUARD_OPTIONS="mode=audit:guard=0:print_stats=1:exitcode=0:audit_event_every=1" \
   "$prog" fixed 8 >"$tmp/untracked.out" 2>"$tmp/untracked.err" || fail "untracked: exit $?"
 [ "$(stat copies_tracked untracked)" = 8 ] && [ "$(stat accesses_untracked untracked)" = 1 ] &&
   [ "$(stat accesses_retired untracked)" = 8 ] ||

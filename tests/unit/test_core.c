@@ -233,6 +233,47 @@ Test(core, a_completed_unordered_access_is_reported_without_a_wait) {
   cr_assert(strstr(out, "enforce: no wait needed"), "%s", out);
 }
 
+/* Audit records a completion event after one copy in audit_event_every: a report on the others
+ * asks the event that covers them (the next copy's), so it still says whether the GPU won. */
+Test(core, audit_words_a_report_by_the_event_that_covers_an_access) {
+  start("audit", "0:audit_event_every=4");
+  for (int i = 0; i < 4; i++) copy(0, 0, 4096, true); /* the 4th records the stream's event */
+  cr_assert_eq(nevents, 1);
+  complete(0);
+  copy(1, 0, 4096, false);
+  cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
+  cr_assert_eq(tp_count(out, "; completed "), 4, "each of the four copies had completed: %s", out);
+  cr_assert_eq(tp_count(out, "still running"), 0, "%s", out);
+  cr_assert_eq(nevents, 1, "the covering event was found, none recorded: %d", nevents);
+}
+
+/* Copies after the stream's last event: the report records one to ask (behind every copy). */
+Test(core, audit_records_an_event_for_a_report_on_the_newest_copies) {
+  start("audit", "0:audit_event_every=4");
+  copy(0, 0, 4096, true);
+  cr_assert_eq(nevents, 0, "the first copy records no event");
+  copy(1, 0, 4096, false);
+  cr_assert_eq(tp_count(log_text(), "ERROR: device-access-conflict"), 1, "%s", out);
+  cr_assert_eq(tp_count(out, "still running"), 1, "%s", out);
+  cr_assert_eq(nevents, 1, "one recorded for the report");
+  cr_assert_eq(events[0].stream, S(0), "on the copy's stream");
+  cr_assert_eq(waits, 0, "audit waits for nothing");
+}
+
+/* pinguard_wait in audit: an access without an event of its own is waited for through the one
+ * recorded for it, and the host is then ordered after it. */
+Test(core, pinguard_wait_in_audit_waits_for_a_copy_without_its_own_event) {
+  start("audit", "0:audit_event_every=4");
+  copy(0, 0, 4096, true);
+  pg_stack_t st;
+  pg_stack_capture(&st, 0, PG_STACK_MAX);
+  cr_assert_eq(pg_on_annotation(PG_ANN_WAIT, buf, 4096, &st), 1);
+  cr_assert_eq(waits, 1, "waited for the copy");
+  cr_assert_eq(streams[0].done, 1);
+  copy(1, 0, 4096, false); /* ordered after the wait */
+  cr_assert_eq(tp_count(log_text(), "ERROR:"), 0, "%s", out);
+}
+
 Test(core, a_completed_access_the_host_ordered_is_no_conflict) {
   start("enforce", NULL);
   copy(0, 0, 4096, true);
