@@ -54,7 +54,11 @@
 #                   .venv-torch/bin/python) on simcuda, with pinguard's default options, against
 #                   the same loop without pinguard; N defaults to 640 (importing PyTorch under
 #                   callgrind takes about two minutes a run, so no CTest runs this case). The
-#                   JSON gains "ratio", as for pylaunch
+#                   JSON gains "ratio", as for pylaunch, and "added_outside_interpreter" and
+#                   "ratio_outside_interpreter": the same counting only the objects pinguard's
+#                   work runs in (its library, the runtime, the C library, the loader), since
+#                   the interpreter's and PyTorch's own counts move by hundreds per copy between
+#                   runs with the heap's layout (instr_profile.py work --only)
 #     --budget B    exit 1 when added_instr_per_copy is above B (CTest bench.instr)
 #     --ratio-budget R  (pylaunch) exit 1 when the ratio is above R
 #     --profile DIR keep the callgrind files in DIR and write DIR/profile.CASE.tT.md
@@ -204,7 +208,13 @@ work_ir() {
   python3 "$here/instr_profile.py" work "$file"
   [ "$mode" != audit ] || python3 "$here/instr_profile.py" allocs libpinguard.so "$file" \
     >"$out/allocs.$n"
+  [ "$case" != torchcopy ] ||
+    python3 "$here/instr_profile.py" work --only "$own_objects" "$file" >"$out/own.$mode.$n"
 }
+# torchcopy: the objects pinguard's work runs in (its library, the simulated runtime and driver,
+# the C library, the loader); the interpreter's and PyTorch's counts move between runs by
+# hundreds per copy with the heap's layout alone (instr_profile.py work --only).
+own_objects='/libpinguard\.so|/libcuda\.so|/libcudart\.so|/libc\.so|/ld-linux'
 
 # marginal mode: Ir per copy between the short and the long run.
 marginal() {
@@ -244,6 +254,13 @@ printf '"runtime":%s,"runtime_record":%s,"audit":%s,"record":%s,"event_every":%s
 printf '"added_instr_per_copy":%s,' "$added"
 ratio=$(awk -v a="$audit" -v r="$base" 'BEGIN {printf "%.3f", a / r}')
 case $case in pylaunch|torchcopy) printf '"ratio":%s,' "$ratio" ;; esac
+if [ "$case" = torchcopy ]; then
+  own=$(awk -v n=$(((long - copies) * per_run)) -v a1="$(cat "$out/own.audit.$copies")" \
+    -v a2="$(cat "$out/own.audit.$long")" -v b1="$(cat "$out/own.none.$copies")" \
+    -v b2="$(cat "$out/own.none.$long")" 'BEGIN {printf "%.1f", ((a2 - a1) - (b2 - b1)) / n}')
+  printf '"added_outside_interpreter":%s,"ratio_outside_interpreter":%s,' "$own" \
+    "$(awk -v o="$own" -v r="$base" 'BEGIN {printf "%.3f", (r + o) / r}')"
+fi
 printf '"pinguard_allocs_per_copy":%s}\n' "$allocs"
 
 if [ -n "$profile" ]; then

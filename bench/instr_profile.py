@@ -23,6 +23,12 @@
         on a lock the caller releases is the scheduler's choice: one-thread copy counts moved by
         up to 12 per copy between identical runs on a loaded machine, all of it in
         __pthread_mutex_unlock_usercnt. A lock pinguard adds still counts, at the flat rate.
+  instr_profile.py work FILE --only REGEX
+      The same, counting only the objects whose path matches REGEX (and their calls into the
+      allocator and the mutexes): bench/instr.sh's torchcopy case counts pinguard's own library,
+      the simulated runtime and driver, the C library and the dynamic loader, the objects
+      pinguard's work runs in, apart from the interpreter's and PyTorch's, whose counts move by
+      hundreds per copy between runs with the heap's layout alone.
   instr_profile.py profile --copies N AUDIT_SHORT AUDIT_LONG [--base SHORT LONG] [--min 5]
       Where the instructions per copy go, function by function, as markdown. Every figure is
       marginal: (count in the long run - count in the short run) / N, so start-up and exit cancel.
@@ -148,8 +154,15 @@ def mutex_calls(counts):
                not is_mutex(ob, fn))
 
 
-def work(path):
+def work(path, only=None):
+    """The run's instructions as counted above; with `only` (a regular expression), only those
+    of the objects whose path it matches, with their calls into the allocator and the mutexes."""
     summary, self_, _, counts = parse(path, with_calls=True)
+    if only is not None:
+        keep = re.compile(only)
+        self_ = {k: v for k, v in self_.items() if keep.search(k[0] or "")}
+        counts = {k: v for k, v in counts.items() if keep.search(k[0][0] or "")}
+        summary = sum(self_.values())
     flat_self = sum(v for (ob, fn), v in self_.items() if flat(ob, fn))
     return (summary - handoff(self_) - flat_self + ALLOC_CALL_IR * alloc_calls(counts) +
             MUTEX_CALL_IR * mutex_calls(counts))
@@ -227,6 +240,7 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     w = sub.add_parser("work")
     w.add_argument("file")
+    w.add_argument("--only", help="count only objects whose path matches this expression")
     p = sub.add_parser("profile")
     p.add_argument("--copies", type=int, required=True, help="copies between the two runs")
     p.add_argument("short")
@@ -238,7 +252,7 @@ def main():
     c.add_argument("file")
     a = ap.parse_args()
     if a.cmd == "work":
-        print(work(a.file))
+        print(work(a.file, a.only))
         return 0
     if a.cmd == "allocs":
         print(allocs(a.file, a.object))

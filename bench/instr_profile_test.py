@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """instr_profile_test.py: instr_profile.py's counting rules on a hand-written callgrind file
 (CTest bench.scripts): the hand-off left out, the allocator charged per call, pinguard's own
-allocator calls counted, names in both the plain and the compressed form callgrind writes."""
+allocator calls counted, a count limited to some objects, names in both the plain and the
+compressed form callgrind writes."""
 import os
 import subprocess
 import sys
@@ -94,6 +95,11 @@ def main():
             assert work == 800, (name, work)
             assert int(run("allocs", "libpinguard.so", path)) == 3, name
             assert int(run("allocs", "prog", path)) == 2, name
+            # Only some objects: their own instructions, and their own allocator calls at the
+            # flat rate (pinguard's 300 + 3 calls; the program's 2 calls, nothing of its own).
+            assert int(run("work", "--only", "libpinguard", path)) == 600, name
+            assert int(run("work", "--only", "libpinguard|libc", path)) == 600, name
+            assert int(run("work", "--only", "/prog$", path)) == 200, name
     print("instr_profile_test: ok")
     return 0
 
