@@ -8,12 +8,7 @@
 static void *buf, *dev;
 static cudaStream_t s1;
 
-static void setup(void) {
-  tt_init_tracker();
-  buf = tt_pinned(N);
-  dev = tt_device(N);
-  s1 = tt_stream(cudaStreamDefault);
-}
+static void setup(void) { tt_setup_one_stream(N, &buf, &dev, &s1); }
 
 static size_t inflight(const void *p, size_t n) {
   pg_access_t out[8];

@@ -136,6 +136,14 @@ static inline void tt_wait_event(cudaStream_t s, cudaEvent_t e) {
   pg_hb_stream_wait_event(s, e);
 }
 
+/* The common fixture: the tracker, n pinned bytes, n device bytes and one blocking stream. */
+static inline void tt_setup_one_stream(size_t n, void **buf, void **dev, cudaStream_t *s) {
+  tt_init_tracker();
+  *buf = tt_pinned(n);
+  *dev = tt_device(n);
+  *s = tt_stream(cudaStreamDefault);
+}
+
 /* Teardown: lets every held stream finish, so no worker is left blocked. */
 static inline void tt_teardown(void) {
   tt_open_gates();
