@@ -158,6 +158,24 @@ assert d["runtime"] > 500 and d["record"] > 200 and d["added_instr_per_copy"] > 
       "--case streams --op record|${BENCH_INSTR_BUDGET_RECORD:?}" \
       "--case streams --op devsync --copies 256|${BENCH_INSTR_BUDGET_DEVICE_SYNC:?}" \
       "--case streams --op readers --streams 128 --devices 1 --copies 8192|${BENCH_INSTR_BUDGET_READERS:?}" ;;
+  instr_torch) # PyTorch's copy loop (instr.sh --case torchcopy, callgrind): its instructions
+         # with pinguard (default options) over without, outside the interpreter's and
+         # PyTorch's own code, at most BENCH_TORCHCOPY_RATIO. Skipped (77) without a torch
+         # Python at TORCH_PYTHON, unless CI=true, where that fails.
+    tpy=${TORCH_PYTHON:?TORCH_PYTHON must be set}
+    if ! "$tpy" -c 'import torch' >/dev/null 2>&1; then
+      [ "${CI:-}" != true ] || fail "no torch at $tpy"
+      echo "skipped: no torch at $tpy"
+      exit 77
+    fi
+    "$here/instr.sh" --case torchcopy --ratio-budget "${BENCH_TORCHCOPY_RATIO:?}" >"$log" 2>&1 ||
+      { cat "$log"; fail "instr.sh --case torchcopy, ratio budget $BENCH_TORCHCOPY_RATIO"; }
+    cat "$log"
+    python3 -c '
+import json, sys
+d = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+assert d["runtime"] > 5000 and d["added_outside_interpreter"] > 100, d
+' "$log" || fail "implausible counts" ;;
   scripts) # The scripts parse; shellcheck when it is installed.
     for f in run.sh smoke.sh gpu.sh instr.sh; do bash -n "$here/$f" || fail "bash -n $f"; done
     if command -v shellcheck >/dev/null; then
