@@ -286,8 +286,8 @@ if [ "$case" = torchcopy ]; then
   own=$(awk -v n=$(((long - copies) * per_run)) -v a1="$(cat "$out/own.audit.$copies")" \
     -v a2="$(cat "$out/own.audit.$long")" -v b1="$(cat "$out/own.none.$copies")" \
     -v b2="$(cat "$out/own.none.$long")" 'BEGIN {printf "%.1f", ((a2 - a1) - (b2 - b1)) / n}')
-  printf '"added_outside_interpreter":%s,"ratio_outside_interpreter":%s,' "$own" \
-    "$(awk -v o="$own" -v r="$base" 'BEGIN {printf "%.3f", (r + o) / r}')"
+  own_ratio=$(awk -v o="$own" -v r="$base" 'BEGIN {printf "%.3f", (r + o) / r}')
+  printf '"added_outside_interpreter":%s,"ratio_outside_interpreter":%s,' "$own" "$own_ratio"
 fi
 printf '"pinguard_allocs_per_copy":%s}\n' "$allocs"
 
@@ -317,7 +317,7 @@ if [ -n "$ratio_budget" ]; then
   # torchcopy: the ratio outside the interpreter and PyTorch, whose own counts move with the
   # heap's layout (the full ratio is printed beside it).
   held=$ratio
-  [ "$case" != torchcopy ] || held=$(awk -v o="$own" -v r="$base" 'BEGIN {printf "%.3f", (r + o) / r}')
+  [ "$case" != torchcopy ] || held=$own_ratio
   awk -v a="$held" -v b="$ratio_budget" 'BEGIN {exit !(a <= b)}' || {
     echo "instr.sh: the loop's instructions with pinguard over without, $held, are above" \
       "the budget $ratio_budget ($case)" >&2

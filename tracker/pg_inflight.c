@@ -386,12 +386,27 @@ static inline bool piece_hooked(bool hook, size_t region_size) {
   return hook && region_size >= pg_hook_min_region;
 }
 
+/* st->mu held: one of st's pooled events recorded on `handle` (which names st) into *ev. Under
+ * the stream's lock, so the FIFO's order is the events' order on the stream, which completion
+ * and retirement rely on; the next unmarked access counts from it. False when no event could be
+ * had. */
+static inline __attribute__((always_inline)) bool record_event_locked(pg_stream_t *st,
+                                                                      cudaStream_t handle,
+                                                                      cudaEvent_t *ev) {
+  if (!pg_stream_take_event(st, ev)) return false;
+  if (pg_ops.event_record(*ev, handle) != PG_DEV_OK) {
+    pg_stream_give_event(st, *ev);
+    return false;
+  }
+  st->unmarked = 0;
+  return true;
+}
+
 /* st->mu held: the completion event of a piece about to be begun on c's stream into *ev, or NULL
  * when it records none: one piece in pg_event_every does, and the others complete with the next
  * that does. A guarded piece always does: the fault handler that reports it can record none later
- * (pg_access_cover), and its buffer is large enough that one event is cheap beside it. Recorded
- * under the stream's lock, so the FIFO's order is the events' order on the stream, which
- * completion and retirement rely on. False when no event could be had. */
+ * (pg_access_cover), and its buffer is large enough that one event is cheap beside it. False
+ * when no event could be had. */
 static inline __attribute__((always_inline)) bool piece_event(begin_ctx_t *c, bool hooked,
                                                               cudaEvent_t *ev) {
   pg_stream_t *st = c->st;
@@ -400,13 +415,7 @@ static inline __attribute__((always_inline)) bool piece_event(begin_ctx_t *c, bo
     st->unmarked++;
     return true;
   }
-  if (!pg_stream_take_event(st, ev)) return false;
-  if (pg_ops.event_record(*ev, c->stream) != PG_DEV_OK) {
-    pg_stream_give_event(st, *ev);
-    return false;
-  }
-  st->unmarked = 0;
-  return true;
+  return record_event_locked(st, c->stream, ev);
 }
 
 /* st->mu held: one piece [lo, hi) of region hit h, recorded on the stream and put on its FIFO
@@ -811,23 +820,28 @@ bool pg_access_quiet_at(const pg_lookup_t *lk, cudaStream_t stream) {
   return true;
 }
 
+/* st->mu held: the record of found access a among st's FIFO from `from` on (in sequence order),
+ * or NULL when it is no longer there. */
+static pg_acc_t *fifo_find(pg_acc_t *from, const pg_access_t *a) {
+  for (pg_acc_t *x = from; x && x->pub.seq <= a->seq; x = x->fifo_next)
+    if (x->pub.id == a->id) return x;
+  return NULL;
+}
+
 void pg_access_unguard(const pg_access_t *a) {
   pg_stream_t *st = pg_stream_by_id(a->stream_id);
   if (!st) return;
   hook_ranges_t h = {0};
   bool owed = false;
   pg_lock(&st->mu);
-  /* Still on its stream's FIFO (in sequence order) while not retired; retirement takes the
-   * hook's call for itself the same way, so exactly one of the two makes it. */
-  for (pg_acc_t *x = st->fifo_head; x && x->pub.seq <= a->seq; x = x->fifo_next) {
-    if (x->pub.id != a->id) continue;
-    if (atomic_load_explicit(&x->ready, memory_order_acquire) &&
-        LD(x->region->gen) == x->region_gen &&
-        atomic_exchange_explicit(&x->hooked, false, memory_order_relaxed)) {
-      h = hook_ranges_of(x); /* x may be recycled once the lock is released */
-      owed = true;
-    }
-    break;
+  /* Still on its stream's FIFO while not retired; retirement takes the hook's call for itself
+   * the same way, so exactly one of the two makes it. */
+  pg_acc_t *x = fifo_find(st->fifo_head, a);
+  if (x && atomic_load_explicit(&x->ready, memory_order_acquire) &&
+      LD(x->region->gen) == x->region_gen &&
+      atomic_exchange_explicit(&x->hooked, false, memory_order_relaxed)) {
+    h = hook_ranges_of(x); /* x may be recycled once the lock is released */
+    owed = true;
   }
   pg_unlock(&st->mu);
   if (owed) hook_ranges_retire(&h);
@@ -856,16 +870,10 @@ static cudaEvent_t cover_locked(pg_stream_t *st, pg_acc_t *a, cudaStream_t handl
     if (x->has_event) return pg_acc_event(x);
   pg_acc_t *t = st->fifo_tail;
   cudaEvent_t ev;
-  if (!may_record || pg_t_in_hostfn || LD(st->dead) || !pg_stream_take_event(st, &ev))
+  if (!may_record || pg_t_in_hostfn || LD(st->dead) || !record_event_locked(st, handle, &ev))
     return NULL;
-  /* Under the lock, so that the FIFO's order stays the events' order on the stream. */
-  if (pg_ops.event_record(ev, handle) != PG_DEV_OK) {
-    pg_stream_give_event(st, ev);
-    return NULL;
-  }
   atomic_store_explicit(&t->late_event, ev, memory_order_release);
   t->has_event = true;
-  st->unmarked = 0;
   return ev;
 }
 
@@ -877,18 +885,14 @@ bool pg_access_cover(pg_access_t *a, bool may_record) {
    * name the calling thread's own per-thread stream, or its current device's legacy stream. */
   if (may_record && pg_stream_get(a->stream) != st) may_record = false;
   cudaEvent_t ev = NULL;
-  bool gone = true; /* no longer running */
   uint64_t done = 0; /* its done_stamp */
   pg_lock(&st->mu);
-  /* Among its stream's running accesses (in sequence order) while not seen complete; one that
-   * left them meanwhile completed (and may have retired since). */
-  for (pg_acc_t *x = st->run_head; x && x->pub.seq <= a->seq; x = x->fifo_next) {
-    if (x->pub.id != a->id) continue;
-    gone = false;
-    done = atomic_load_explicit(&x->done_stamp, memory_order_acquire);
-    if (!done) ev = cover_locked(st, x, a->stream, may_record);
-    break;
-  }
+  /* Among its stream's running accesses while not seen complete; one that left them meanwhile
+   * completed (and may have retired since). */
+  pg_acc_t *x = fifo_find(st->run_head, a);
+  bool gone = x == NULL;
+  if (x) done = atomic_load_explicit(&x->done_stamp, memory_order_acquire);
+  if (x && !done) ev = cover_locked(st, x, a->stream, may_record);
   pg_unlock(&st->mu);
   if (!gone && !done && !ev) return false;
   a->event = ev;
